@@ -1,0 +1,115 @@
+"""The Broker: one object that holds the configuration, the post office, the store and the
+management service, and answers the protocol adapter's questions (attach, relay, selectors).
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import uuid
+from typing import Callable
+
+from .config import Config
+from .core import errors, links as core_links
+from .core.message import ANYCAST, MULTICAST, Message
+from .core.postoffice import MemoryJournal, PostOffice
+from .core.settings import SettingsRepository
+from .management import Management
+from .protocol import codec
+from .protocol.terminus import parse_name
+
+log = logging.getLogger("hermod")
+
+MANAGEMENT_ADDRESS = "hermod.management"
+
+
+def _annotate(message: Message, extra: dict, address: str) -> Message:
+    """A copy of `message` with message annotations added, addressed to `address` (the codec
+    rewrites only the annotations section; the rest stays byte for byte)."""
+    encoded = codec.with_annotations(message.encoded, message.envelope, extra,
+                                     drop=("x-opt-routing-type",))
+    return Message(encoded, codec.Envelope(encoded), address, None, message.container_id, message.arrival)
+
+
+class Broker:
+    def __init__(self, config: Config, journal=None, defer: Callable | None = None):
+        self.config = config
+        self.container_id = f"hermod-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.journal = journal or MemoryJournal()
+        self.postoffice = PostOffice(
+            SettingsRepository(list(config.address_settings)), self.journal, defer=defer,
+            annotate=_annotate, compile_filter=self.compile_filter)
+        self.management_address = MANAGEMENT_ADDRESS
+        self.management = Management(self)
+        self.producers_blocked = False
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Recover what the store holds, then create the configured addresses and queues."""
+        recovered = self.journal.recover()
+        self.postoffice.recover(recovered, self.message_from_record)
+        po = self.postoffice
+        for a in self.config.addresses:
+            po.create_address(a.name, set(a.routing))
+            for q in a.queues:
+                if q.routing not in a.routing:
+                    po.create_address(a.name, {q.routing})
+                po.create_queue(q.name, a.name, q.routing, durable=q.durable, filter_text=q.filter,
+                                max_consumers=q.max_consumers, exclusive=q.exclusive,
+                                last_value_key=q.last_value_key or None)
+
+    @staticmethod
+    def message_from_record(record) -> Message:
+        envelope = codec.Envelope(record.encoded)
+        return Message(record.encoded, envelope, record.address, record.routing_type,
+                       None, record.arrival, record.id)
+
+    def sasl_mechanisms(self) -> list[str]:
+        return ["ANONYMOUS"] if self.config.security.get("anonymous", True) else []
+
+    # -- selectors ------------------------------------------------------------------------------
+    def compile_filter(self, text: str):
+        """A selector as a predicate over a Message (raises InvalidFilter)."""
+        try:
+            from .core.selectable import message_lookup
+            from .selector import SelectorError, compile_selector
+        except ImportError:
+            raise errors.InvalidFilter("selectors are not supported yet") from None
+        try:
+            selector = compile_selector(text)
+        except SelectorError as e:
+            raise errors.InvalidFilter(f"Invalid filter: {e}") from None
+        matches = selector.matches
+        return lambda message: matches(message_lookup(message))
+
+    compile_consumer_selector = compile_filter
+
+    # -- links ---------------------------------------------------------------------------------
+    def attach_producer(self, req: core_links.ProducerRequest) -> core_links.ProducerTarget:
+        if req.address == self.management_address:
+            return core_links.ProducerTarget(req.address, ANYCAST, ANYCAST)
+        return core_links.attach_producer(self.postoffice, req)
+
+    def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
+        return core_links.attach_consumer(self.postoffice, req, link, owner)
+
+    def resolve_relay(self, to: str, rt: str | None) -> tuple[str, str | None, str | None]:
+        """Where an anonymous-relay message goes: `rt` from the link or the message's
+        annotations if they say, else the prefix of `to`, else the address's own types."""
+        server = self.config.server
+        name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
+        rt = rt or name.routing_type
+        if name.address == self.management_address:
+            return name.address, ANYCAST, None
+        if name.queue is not None:
+            if name.queue not in self.postoffice.queues:
+                raise errors.QueueNotFound(f"queue {name.address}::{name.queue} does not exist")
+            return name.address, rt, name.queue
+        found = core_links.resolve_send_routing_type(self.postoffice, name.address, rt)
+        core_links.ensure_send_target(self.postoffice, name.address, found)
+        return name.address, rt if rt is not None else found, None
+
+    def close(self) -> None:
+        self.journal.close()
+
+
+__all__ = ["Broker", "MANAGEMENT_ADDRESS", "MULTICAST"]

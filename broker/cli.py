@@ -1,0 +1,250 @@
+"""`hermod` command line: parse, call one function, print one clear line and exit 2 on error."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import logging
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from . import config as config_mod
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A one-line error for the user; exit status 2."""
+
+
+def _fail(message: str) -> int:
+    print(f"hermod: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# -- run ----------------------------------------------------------------------------------------
+
+
+def _load_config(args) -> config_mod.Config:
+    cfg = config_mod.load(args.config) if getattr(args, "config", None) else config_mod.Config()
+    server = cfg.server
+    if getattr(args, "host", None):
+        server = replace(server, host=args.host)
+    if getattr(args, "port", None) is not None:
+        server = replace(server, port=args.port)
+    store = cfg.store
+    data_dir = getattr(args, "data", None)
+    file_sets_url = cfg.path is not None and _file_sets_store_url(cfg.path)
+    if data_dir and not file_sets_url:
+        store = replace(store, url=f"sqlite:///{Path(data_dir).resolve() / 'hermod.db'}")
+    if getattr(args, "store", None):
+        store = replace(store, url=args.store)
+    return replace(cfg, server=server, store=store)
+
+
+def _file_sets_store_url(path: Path) -> bool:
+    import tomllib
+    try:
+        return "url" in tomllib.loads(path.read_text()).get("store", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
+def open_journal(cfg: config_mod.Config, post):
+    """The store for `cfg` (upgraded to the current schema), or the in-memory journal."""
+    url = cfg.store.url
+    if url == "memory":
+        from .core.postoffice import MemoryJournal
+        return MemoryJournal()
+    try:
+        import store
+        opener = store.open_journal
+    except (ImportError, AttributeError):
+        logging.getLogger("hermod").warning("durable store not available yet; running in memory")
+        from .core.postoffice import MemoryJournal
+        return MemoryJournal()
+    try:
+        return opener(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous)
+    except store.StoreError as e:
+        raise CliError(f"store {url}: {e}") from None
+
+
+def cmd_run(args) -> int:
+    cfg = _load_config(args)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    return asyncio.run(_run(cfg))
+
+
+async def _run(cfg: config_mod.Config) -> int:
+    from .app import Broker
+    from .protocol.server import Server, print_ready
+
+    loop = asyncio.get_running_loop()
+    journal = open_journal(cfg, loop.call_soon_threadsafe)
+    broker = Broker(cfg, journal=journal, defer=loop.call_soon)
+    try:
+        broker.start()
+    except Exception as e:  # noqa: BLE001 - a start-up failure is one line, not a traceback
+        broker.close()
+        raise CliError(f"cannot start: {e}") from None
+    server = Server(broker, loop)
+    try:
+        host, port = await server.start(cfg.server.host, cfg.server.port)
+    except OSError as e:
+        broker.close()
+        if e.errno == errno.EADDRINUSE:
+            raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
+        raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+    print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
+    await server.serve_until_stopped()
+    return 0
+
+
+# -- db -------------------------------------------------------------------------------------------
+
+
+def cmd_db_upgrade(args) -> int:
+    cfg = _load_config(args)
+    url = cfg.store.url
+    if url == "memory":
+        print("store is 'memory': nothing to upgrade")
+        return 0
+    import store
+    try:
+        store.schema.upgrade(url)
+    except store.StoreError as e:
+        raise CliError(f"store {url}: {e}") from None
+    print(f"store {url} is at the current schema")
+    return 0
+
+
+# -- user -----------------------------------------------------------------------------------------
+
+
+def cmd_user_add(args) -> int:
+    from .security.passwords import add_user
+    add_user(Path(args.config), args.name, args.password, args.role)
+    print(f"added user {args.name}")
+    return 0
+
+
+# -- clients --------------------------------------------------------------------------------------
+
+
+def cmd_producer(args) -> int:
+    from .tools.clients import produce
+    sent = produce(args.url, args.address, count=args.count, size=args.size, durable=args.durable,
+                   topic=args.topic)
+    print(f"sent {sent} messages to {args.address}")
+    return 0
+
+
+def cmd_consumer(args) -> int:
+    from .tools.clients import consume
+    got = consume(args.url, args.address, count=args.count, selector=args.selector, topic=args.topic,
+                  durable=args.durable, client_id=args.client_id, quiet=args.quiet,
+                  timeout=args.timeout)
+    print(f"received {got} messages from {args.address}")
+    return 0
+
+
+def cmd_queue_stat(args) -> int:
+    from .tools.clients import management_call
+    rows = management_call(args.url, "queue.stat")
+    print("address queue routing_type durable messages consumers added acked")
+    for r in rows:
+        print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
+              f"{r['messages']} {r['consumers']} {r['added']} {r['acked']}")
+    return 0
+
+
+def cmd_perf(args) -> int:
+    from .tools.perf import main as perf_main
+    return perf_main(args)
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hermod", description="Hermod AMQP 1.0 message broker")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the broker in the foreground")
+    run.add_argument("--config", help="TOML configuration file")
+    run.add_argument("--host")
+    run.add_argument("--port", type=int)
+    run.add_argument("--data", help="data directory: the SQLite store is DIR/hermod.db")
+    run.add_argument("--store", help=argparse.SUPPRESS)
+    run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"))
+    run.set_defaults(func=cmd_run)
+
+    db = sub.add_parser("db", help="store schema").add_subparsers(dest="db_command", required=True)
+    up = db.add_parser("upgrade", help="apply the store's migrations")
+    up.add_argument("--config")
+    up.add_argument("--store", help="store URL (overrides the config file)")
+    up.set_defaults(func=cmd_db_upgrade)
+
+    user = sub.add_parser("user", help="users").add_subparsers(dest="user_command", required=True)
+    add = user.add_parser("add", help="add a user to the config file")
+    add.add_argument("--config", required=True)
+    add.add_argument("name")
+    add.add_argument("--password", required=True)
+    add.add_argument("--role", action="append", required=True)
+    add.set_defaults(func=cmd_user_add)
+
+    url_default = os.environ.get("HERMOD_URL", "amqp://127.0.0.1:5672")
+    prod = sub.add_parser("producer", help="send messages")
+    prod.add_argument("--url", default=url_default)
+    prod.add_argument("--address", required=True)
+    prod.add_argument("--count", type=int, default=1000)
+    prod.add_argument("--size", type=int, default=100)
+    prod.add_argument("--durable", action="store_true")
+    kind = prod.add_mutually_exclusive_group()
+    kind.add_argument("--topic", action="store_true")
+    kind.add_argument("--queue", action="store_true")
+    prod.set_defaults(func=cmd_producer)
+
+    cons = sub.add_parser("consumer", help="receive exactly N messages")
+    cons.add_argument("--url", default=url_default)
+    cons.add_argument("--address", required=True)
+    cons.add_argument("--count", type=int, default=1000)
+    cons.add_argument("--selector")
+    cons.add_argument("--durable", metavar="NAME", help="durable subscription name")
+    cons.add_argument("--client-id")
+    cons.add_argument("--quiet", action="store_true", help="print only the final count")
+    cons.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
+    kind = cons.add_mutually_exclusive_group()
+    kind.add_argument("--topic", action="store_true")
+    kind.add_argument("--queue", action="store_true")
+    cons.set_defaults(func=cmd_consumer)
+
+    queue = sub.add_parser("queue", help="queues").add_subparsers(dest="queue_command", required=True)
+    stat = queue.add_parser("stat", help="a row per queue")
+    stat.add_argument("--url", default=url_default)
+    stat.set_defaults(func=cmd_queue_stat)
+
+    perf = sub.add_parser("perf", help="load generator")
+    from .tools.perf import add_arguments
+    add_arguments(perf)
+    perf.set_defaults(func=cmd_perf)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, config_mod.ConfigError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return 130
+    except ConnectionError as e:
+        return _fail(f"connection failed: {e}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

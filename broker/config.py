@@ -1,0 +1,274 @@
+"""The TOML configuration file, read into frozen dataclasses.
+
+Every table and key is optional; an unknown key or a value of the wrong type is a `ConfigError`
+whose one-line message names the file and the key path (`address[0].queue[1].routing`), so
+`hermod run` can print it and exit 2. No Proton and no SQL here.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .core.settings import FULL_POLICIES, ROUTING_TYPES, SETTING_NAMES
+
+DEFAULT_STORE_URL = "sqlite:///hermod-data/hermod.db"
+
+
+class ConfigError(Exception):
+    """One clear line: what is wrong and where."""
+
+
+# -- value checks ---------------------------------------------------------------------------------
+
+
+def _check(pred: Callable[[Any], bool], what: str) -> Callable[[str, Any], Any]:
+    def check(path: str, value: Any) -> Any:
+        if not pred(value):
+            raise ConfigError(f"{path}: expected {what}, got {value!r}")
+        return value
+    return check
+
+
+_str = _check(lambda v: isinstance(v, str), "a string")
+_bool = _check(lambda v: isinstance(v, bool), "true or false")
+_int = _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 65535, "a port number 0-65535")
+_positive = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer")
+_number = _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a non-negative number")
+_routing = _check(lambda v: v in ROUTING_TYPES, "one of anycast, multicast")
+_routing_list = _check(lambda v: isinstance(v, list) and v and all(x in ROUTING_TYPES for x in v),
+                       'a list of "anycast"/"multicast"')
+_policy = _check(lambda v: v in FULL_POLICIES, "one of " + ", ".join(FULL_POLICIES))
+_str_list = _check(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings")
+_divert_rt = _check(lambda v: v in ("anycast", "multicast", "pass", "strip"), "one of anycast, multicast, pass, strip")
+_kind = _check(lambda v: v in ("queue", "topic"), "one of queue, topic")
+_sync = _check(lambda v: v in ("FULL", "NORMAL", "OFF"), "one of FULL, NORMAL, OFF")
+
+
+def _table(path: str, value: Any, schema: dict[str, Callable], defaults: dict | None = None) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: expected a table")
+    out = dict(defaults or {})
+    for key, v in value.items():
+        check = schema.get(key)
+        where = f"{path}.{key}" if path else key
+        if check is None:
+            raise ConfigError(f"{where}: unknown key")
+        out[key] = check(where, v)
+    return out
+
+
+def _array(path: str, value: Any, item: Callable[[str, Any], Any]) -> list:
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: expected an array of tables ([[{path}]])")
+    return [item(f"{path}[{i}]", v) for i, v in enumerate(value)]
+
+
+# -- the model ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 5672
+    anycast_prefix: str = "anycast://"
+    multicast_prefix: str = "multicast://"
+    idle_timeout_s: float = 60
+    max_frame_size: int = 1048576
+    max_message_size: int = 104857600
+
+    @property
+    def anycast_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.anycast_prefix.split(",") if p.strip())
+
+    @property
+    def multicast_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.multicast_prefix.split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    url: str = DEFAULT_STORE_URL
+    sqlite_synchronous: str = "FULL"
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    name: str
+    routing: str = "anycast"
+    durable: bool = True
+    filter: str | None = None
+    max_consumers: int = -1
+    exclusive: bool = False
+    last_value_key: str = ""
+
+
+@dataclass(frozen=True)
+class AddressConfig:
+    name: str
+    routing: tuple[str, ...] = ("anycast",)
+    queues: tuple[QueueConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    address_settings: tuple[tuple[str, dict], ...] = ()
+    addresses: tuple[AddressConfig, ...] = ()
+    diverts: tuple[dict, ...] = ()
+    virtual_topics: tuple[dict, ...] = ()
+    composites: tuple[dict, ...] = ()
+    security: dict = field(default_factory=lambda: {"anonymous": True, "users": (), "permissions": ()})
+    path: Path | None = None
+
+
+_SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
+           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive}
+_STORE = {"url": _str, "sqlite_synchronous": _sync}
+_SETTINGS_TYPES = {
+    "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
+    "auto_delete_addresses": _bool, "default_routing_type": _routing, "dead_letter_address": _str,
+    "expiry_address": _str, "max_delivery_attempts": _int, "redelivery_delay_ms": _int,
+    "max_size_bytes": _int, "address_full_policy": _policy, "retention_days": _int,
+}
+assert set(_SETTINGS_TYPES) == set(SETTING_NAMES), "config and core settings disagree"
+_QUEUE = {"name": _str, "routing": _routing, "durable": _bool, "filter": _str, "max_consumers": _int,
+          "exclusive": _bool, "last_value_key": _str}
+_DIVERT = {"name": _str, "address": _str, "forwarding_address": _str, "filter": _str,
+           "routing_type": _divert_rt, "exclusive": _bool, "transformer": _str}
+_VIRTUAL_TOPIC = {"name": _str, "prefix": _str, "postfix": _str, "selector_aware": _bool,
+                  "selector_cache": _bool}
+_FORWARD = {"queue": _str, "topic": _str, "selector": _str}
+_USER = {"name": _str, "password_hash": _str, "roles": _str_list}
+_PERMISSION = {"match": _str, "send": _str_list, "consume": _str_list, "browse": _str_list,
+               "create_address": _str_list, "create_durable_queue": _str_list,
+               "delete_queue": _str_list, "manage": _str_list}
+
+
+def _required(path: str, table: dict, *keys: str) -> None:
+    for key in keys:
+        if key not in table:
+            raise ConfigError(f"{path}.{key}: required key missing")
+
+
+def _address_settings(path: str, value: Any) -> tuple[str, dict]:
+    t = _table(path, value, {"match": _str, **_SETTINGS_TYPES})
+    _required(path, t, "match")
+    match = t.pop("match")
+    return match, t
+
+
+def _queue(path: str, value: Any) -> QueueConfig:
+    t = _table(path, value, _QUEUE)
+    _required(path, t, "name")
+    if t.get("filter"):
+        _check_selector(f"{path}.filter", t["filter"])
+    return QueueConfig(**t)
+
+
+def _address(path: str, value: Any) -> AddressConfig:
+    t = _table(path, value, {"name": _str, "routing": _routing_list,
+                             "queue": lambda p, v: _array(p, v, _queue)})
+    _required(path, t, "name")
+    return AddressConfig(name=t["name"], routing=tuple(t.get("routing", ("anycast",))),
+                         queues=tuple(t.get("queue", ())))
+
+
+def _divert(path: str, value: Any) -> dict:
+    t = _table(path, value, _DIVERT, {"routing_type": "strip", "exclusive": False})
+    _required(path, t, "name", "address", "forwarding_address")
+    if t.get("filter"):
+        _check_selector(f"{path}.filter", t["filter"])
+    return t
+
+
+def _forward(path: str, value: Any) -> dict:
+    t = _table(path, value, _FORWARD)
+    if ("queue" in t) == ("topic" in t):
+        raise ConfigError(f"{path}: needs exactly one of queue, topic")
+    if t.get("selector"):
+        _check_selector(f"{path}.selector", t["selector"])
+    return t
+
+
+def _composite(path: str, value: Any) -> dict:
+    t = _table(path, value, {"name": _str, "kind": _kind, "forward_only": _bool,
+                             "send_when_not_matched": _bool,
+                             "forward": lambda p, v: _array(p, v, _forward)},
+               {"kind": "queue", "forward_only": True, "send_when_not_matched": False, "forward": []})
+    _required(path, t, "name")
+    return t
+
+
+def _virtual_topic(path: str, value: Any) -> dict:
+    return _table(path, value, _VIRTUAL_TOPIC,
+                  {"name": "VirtualTopic.>", "prefix": "Consumer.*.", "postfix": "",
+                   "selector_aware": False, "selector_cache": False})
+
+
+def _security(path: str, value: Any) -> dict:
+    t = _table(path, value, {"anonymous": _bool,
+                             "user": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _USER)),
+                             "permission": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _PERMISSION))},
+               {"anonymous": True})
+    return {"anonymous": t["anonymous"], "users": tuple(t.get("user", ())),
+            "permissions": tuple(t.get("permission", ()))}
+
+
+def _check_selector(path: str, text: str) -> None:
+    try:
+        from .selector import SelectorError, compile_selector
+    except ImportError:  # the selector engine is not there yet
+        return
+    try:
+        compile_selector(text)
+    except SelectorError as e:
+        raise ConfigError(f"{path}: invalid selector: {e}") from None
+
+
+_TOP = {
+    "server": lambda p, v: _table(p, v, _SERVER),
+    "store": lambda p, v: _table(p, v, _STORE),
+    "address_settings": lambda p, v: _array(p, v, _address_settings),
+    "address": lambda p, v: _array(p, v, _address),
+    "divert": lambda p, v: _array(p, v, _divert),
+    "virtual_topic": lambda p, v: _array(p, v, _virtual_topic),
+    "composite": lambda p, v: _array(p, v, _composite),
+    "security": _security,
+}
+
+
+def parse(data: dict, path: Path | None = None) -> Config:
+    t = _table("", data, _TOP)
+    return Config(
+        server=ServerConfig(**t.get("server", {})),
+        store=StoreConfig(**t.get("store", {})),
+        address_settings=tuple(t.get("address_settings", ())),
+        addresses=tuple(t.get("address", ())),
+        diverts=tuple(t.get("divert", ())),
+        virtual_topics=tuple(t.get("virtual_topic", ())),
+        composites=tuple(t.get("composite", ())),
+        security=t.get("security", Config().security),
+        path=path,
+    )
+
+
+def load(path: str | Path) -> Config:
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read config file: {e.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: config file is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: invalid TOML: {e}") from None
+    try:
+        return parse(data, p)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None

@@ -1,0 +1,70 @@
+"""Addresses: a name, a set of routing types, and the queues bound to it.
+
+All anycast queues of an address share one turn (a message goes to one of them, round-robin);
+every multicast queue gets its own copy. A message with no routing type reaches both kinds.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .message import ANYCAST, MULTICAST, Message
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+FQQN_SEPARATOR = "::"
+
+
+def split_fqqn(name: str) -> tuple[str, str | None]:
+    """`address::queue` -> (address, queue); a plain name -> (name, None)."""
+    address, sep, queue = name.partition(FQQN_SEPARATOR)
+    return (address, queue) if sep else (name, None)
+
+
+class Address:
+    __slots__ = ("name", "routing_types", "auto_created", "queues", "anycast", "multicast", "_turn",
+                 "temporary")
+
+    def __init__(self, name: str, routing_types: set[str] | frozenset[str], auto_created: bool = False,
+                 temporary: bool = False):
+        self.name = name
+        self.routing_types = set(routing_types)
+        self.auto_created = auto_created
+        self.temporary = temporary
+        self.queues: dict[str, Queue] = {}
+        self.anycast: list[Queue] = []
+        self.multicast: list[Queue] = []
+        self._turn = 0
+
+    def bind(self, queue: Queue) -> None:
+        self.queues[queue.name] = queue
+        (self.anycast if queue.routing_type == ANYCAST else self.multicast).append(queue)
+
+    def unbind(self, queue: Queue) -> None:
+        if self.queues.pop(queue.name, None) is not None:
+            (self.anycast if queue.routing_type == ANYCAST else self.multicast).remove(queue)
+
+    def route(self, message: Message, routing_type: str | None, out: list[Queue]) -> None:
+        """Append to `out` the queues of this address that take `message`."""
+        if routing_type != MULTICAST:
+            anycast = self.anycast
+            n = len(anycast)
+            if n == 1:
+                q = anycast[0]
+                if q.filter is None or q.filter(message):
+                    out.append(q)
+            elif n:
+                turn = self._turn
+                for i in range(n):
+                    q = anycast[(turn + i) % n]
+                    if q.filter is None or q.filter(message):
+                        self._turn = (turn + i + 1) % n
+                        out.append(q)
+                        break
+        if routing_type != ANYCAST:
+            for q in self.multicast:
+                if q.filter is None or q.filter(message):
+                    out.append(q)
+
+    def __repr__(self) -> str:
+        return f"<Address {self.name} {sorted(self.routing_types)}>"

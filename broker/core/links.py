@@ -1,0 +1,205 @@
+"""What attaching a producer or a consumer means in the address model (Artemis rules,
+reference/amqp-mapping.md), independent of AMQP: the protocol adapter turns a link's terminus
+into a `ProducerRequest` / `ConsumerRequest`, and these functions resolve, create and check.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from .errors import (AddressNotFound, IllegalState, InvalidField, QueueNotFound,
+                     ResourceLimitExceeded, RoutingTypeMismatch)
+from .message import ANYCAST, MULTICAST
+from .postoffice import PostOffice
+from .queue import Consumer, Queue
+
+
+@dataclass(slots=True)
+class ProducerRequest:
+    address: str | None  # None: anonymous relay
+    routing_type: str | None = None  # from capability or prefix
+    queue: str | None = None  # FQQN target
+    dynamic: bool = False
+    temporary_kind: str = ANYCAST  # dynamic target: anycast (temporary queue) or multicast
+
+
+@dataclass(slots=True)
+class ProducerTarget:
+    address: str | None
+    routing_type: str | None  # fixed by capability/prefix
+    attach_routing_type: str | None  # found at attach (rule 3/4); used when nothing else says
+    queue: str | None = None
+    temporary: bool = False
+
+
+def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
+    if req.dynamic:
+        name = str(uuid.uuid4())
+        if req.temporary_kind == ANYCAST:
+            po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
+        else:
+            po.create_address(name, {MULTICAST}, temporary=True)
+        return ProducerTarget(name, req.temporary_kind, req.temporary_kind, temporary=True)
+    if req.address is None:
+        return ProducerTarget(None, req.routing_type, None)
+    if req.address == "":
+        raise InvalidField("empty target address")
+    if req.queue is not None:
+        address = po.addresses.get(req.address)
+        if address is None or req.queue not in address.queues:
+            raise QueueNotFound(f"target queue {req.address}::{req.queue} does not exist")
+        return ProducerTarget(req.address, req.routing_type, None, queue=req.queue)
+    rt = req.routing_type
+    found = resolve_send_routing_type(po, req.address, rt)
+    ensure_send_target(po, req.address, found)
+    return ProducerTarget(req.address, rt, found)
+
+
+def resolve_send_routing_type(po: PostOffice, name: str, rt: str | None) -> str | None:
+    """Rules 3-4: an existing address with one routing type gives it; both give None (all
+    queues); a new address takes the settings' default."""
+    if rt is not None:
+        return rt
+    address = po.addresses.get(name)
+    if address is not None:
+        if len(address.routing_types) == 1:
+            return next(iter(address.routing_types))
+        return None if address.routing_types else po.settings_for(name).default_routing_type
+    return po.settings_for(name).default_routing_type
+
+
+def ensure_send_target(po: PostOffice, name: str, rt: str | None) -> None:
+    """A multicast send needs the address; an anycast send also needs an anycast queue
+    (Hermod checks the queue's routing type, unlike Artemis)."""
+    try:
+        address = po.ensure_address(name, rt)
+    except AddressNotFound:
+        raise AddressNotFound(f"target address {name} does not exist") from None
+    if rt == ANYCAST and not address.anycast:
+        if not po.settings_for(name).auto_create_queues:
+            raise AddressNotFound(f"target address {name} has no anycast queue")
+        po.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
+
+
+@dataclass(slots=True)
+class ConsumerRequest:
+    address: str
+    routing_type: str | None = None  # from capability or prefix
+    queue: str | None = None  # FQQN source
+    dynamic: bool = False
+    browser: bool = False
+    selector: str | None = None
+    selector_predicate: object = None
+    no_local_container: str | None = None
+    priority: int = 0
+    # Subscription (multicast) naming, decided by the adapter from container id + link name:
+    subscription_queue: str | None = None
+    durable: bool = False
+    shared: bool = False
+
+
+def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> Consumer:
+    """Resolve the queue a consumer reads (creating it when allowed) and attach to it."""
+    if req.dynamic:
+        name = str(uuid.uuid4())
+        queue = po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
+        return _attach(queue, req, link, owner)
+    if not req.address:
+        raise InvalidField("empty source address")
+    rt = req.routing_type
+    address = po.addresses.get(req.address)
+    if rt is None:
+        if address is None:
+            rt = po.settings_for(req.address).default_routing_type
+        elif req.queue is not None:
+            queue = address.queues.get(req.queue)
+            rt = queue.routing_type if queue is not None else (ANYCAST if ANYCAST in address.routing_types else MULTICAST)
+        else:
+            rt = ANYCAST if ANYCAST in address.routing_types else MULTICAST
+    if address is None:
+        address = po.ensure_address(req.address, rt)
+    elif rt not in address.routing_types and req.queue is None:
+        raise RoutingTypeMismatch(f"address {req.address} is not {rt}")
+    if rt == ANYCAST:
+        return _attach(_anycast_queue(po, address, req), req, link, owner)
+    if req.queue is not None:
+        queue = address.queues.get(req.queue)
+        if queue is None:
+            if not po.settings_for(address.name).auto_create_queues:
+                raise QueueNotFound(f"queue {req.address}::{req.queue} does not exist")
+            queue = po.create_queue(req.queue, address.name, MULTICAST, filter_text=req.selector,
+                                    filter=req.selector_predicate, auto_created=True, purpose="auto")
+        return _attach(queue, req, link, owner, selector_on_queue=queue.filter_text == req.selector)
+    return _attach(_subscription_queue(po, address, req), req, link, owner, selector_on_queue=True)
+
+
+def _anycast_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
+    if req.queue is not None:
+        queue = address.queues.get(req.queue)
+        if queue is None:
+            raise QueueNotFound(f"queue {address.name}::{req.queue} does not exist")
+        return queue
+    queue = address.queues.get(address.name)
+    if queue is not None and queue.routing_type == ANYCAST:
+        return queue
+    if address.anycast:
+        return address.anycast[0]
+    if not po.settings_for(address.name).auto_create_queues:
+        raise QueueNotFound(f"address {address.name} has no anycast queue")
+    if ANYCAST not in address.routing_types:
+        po.ensure_address(address.name, ANYCAST)
+    return po.create_queue(address.name, address.name, ANYCAST, auto_created=True, purpose="auto")
+
+
+def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
+    name = req.subscription_queue or str(uuid.uuid4())
+    queue = po.queues.get(name)
+    if queue is not None:
+        changed = queue.address is not address or queue.filter_text != _filter_text(req)
+        if changed:
+            if queue.consumers:
+                raise IllegalState(f"subscription {name} is in use with another address or selector")
+            po.delete_queue(name)
+            queue = None
+        elif not req.shared and queue.consumers and req.durable:
+            raise IllegalState(f"durable subscription {name} already has a consumer")
+    if queue is None:
+        predicate = req.selector_predicate
+        if req.no_local_container is not None:
+            inner, cid = predicate, req.no_local_container
+            predicate = (lambda m: m.container_id != cid and inner(m)) if inner else (lambda m: m.container_id != cid)
+        queue = po.create_queue(
+            name, address.name, MULTICAST, durable=req.durable, filter_text=_filter_text(req),
+            filter=predicate, max_consumers=-1 if req.shared else 1, auto_created=not req.durable,
+            purpose="subscription", temporary=not req.durable and not req.shared,
+            extra={"no_local": req.no_local_container} if req.no_local_container else None)
+    return queue
+
+
+def _filter_text(req: ConsumerRequest) -> str | None:
+    return req.selector
+
+
+def _attach(queue: Queue, req: ConsumerRequest, link, owner, selector_on_queue: bool = False) -> Consumer:
+    if queue.max_consumers >= 0 and len(queue.consumers) >= queue.max_consumers and not req.browser:
+        raise ResourceLimitExceeded(f"queue {queue.name} already has {len(queue.consumers)} consumers")
+    selector = None if selector_on_queue else req.selector_predicate
+    consumer = Consumer(queue, link, selector=selector, browser=req.browser, priority=req.priority,
+                        owner=owner)
+    queue.add_consumer(consumer)
+    return consumer
+
+
+def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None:
+    """Detach keeps a durable subscription; close of its last link deletes it (JMS unsubscribe).
+    Temporary and shared non-durable queues go with their last consumer."""
+    queue = consumer.queue
+    queue.remove_consumer(consumer)
+    if queue.deleted or queue.consumers:
+        return
+    if queue.temporary or (queue.purpose == "subscription" and (closed or not queue.durable)):
+        po.delete_queue(queue.name)
+
+
+__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer",
+           "attach_consumer", "detach_consumer", "AddressNotFound"]

@@ -1,0 +1,119 @@
+"""The message as the broker holds it: the encoded bytes a producer sent, plus the few fields
+routing needs. Properties and application properties are decoded only when something asks for
+them (a selector, a message group, anonymous relay) and then kept.
+
+The core knows no codec: the protocol adapter hands in an `envelope` that has read the header
+and found the sections, and that decodes the rest on demand (duck-typed: `durable`, `priority`,
+`ttl`, `annotations`, `properties_of(encoded)`, `application_properties_of(encoded)`).
+"""
+from __future__ import annotations
+
+ANYCAST = "anycast"
+MULTICAST = "multicast"
+
+
+class Message:
+    __slots__ = ("id", "encoded", "envelope", "address", "routing_type", "container_id", "arrival",
+                 "_properties", "_application_properties", "_expiration", "hops")
+
+    def __init__(self, encoded: bytes, envelope, address: str, routing_type: str | None = None,
+                 container_id: str | None = None, arrival: int = 0, message_id: int = 0):
+        self.id = message_id
+        self.encoded = encoded
+        self.envelope = envelope
+        self.address = address  # the address it was routed to (never the encoded `to`)
+        self.routing_type = routing_type
+        self.container_id = container_id  # the producer's container id (no-local filters)
+        self.arrival = arrival
+        self._properties: dict | None = None
+        self._application_properties: dict | None = None
+        self._expiration: int | None = None
+        self.hops = 0  # times forwarded by diverts/composites (cycle guard)
+
+    # -- header ------------------------------------------------------------------------------
+    @property
+    def durable(self) -> bool:
+        return self.envelope.durable
+
+    @property
+    def priority(self) -> int:
+        p = self.envelope.priority
+        return 9 if p > 9 else p
+
+    @property
+    def size(self) -> int:
+        return len(self.encoded)
+
+    @property
+    def annotations(self) -> dict:
+        return self.envelope.annotations or {}
+
+    # -- properties, decoded on first use ----------------------------------------------------------
+    @property
+    def properties(self) -> dict:
+        if self._properties is None:
+            self._properties = self.envelope.properties_of(self.encoded)
+        return self._properties
+
+    @property
+    def application_properties(self) -> dict:
+        if self._application_properties is None:
+            self._application_properties = self.envelope.application_properties_of(self.encoded)
+        return self._application_properties
+
+    @property
+    def message_id(self):
+        return self.properties.get("message_id")
+
+    @property
+    def correlation_id(self):
+        return self.properties.get("correlation_id")
+
+    @property
+    def user_id(self):
+        return self.properties.get("user_id")
+
+    @property
+    def subject(self):
+        return self.properties.get("subject")
+
+    @property
+    def to(self):
+        return self.properties.get("to")
+
+    @property
+    def reply_to(self):
+        return self.properties.get("reply_to")
+
+    @property
+    def creation_time(self):
+        return self.properties.get("creation_time")
+
+    @property
+    def group_id(self):
+        return self.properties.get("group_id")
+
+    @property
+    def group_sequence(self):
+        return self.properties.get("group_sequence")
+
+    @property
+    def expiration(self) -> int:
+        """Epoch ms after which the message must not be delivered; 0 = never.
+        `absolute-expiry-time` wins over `ttl` (counted from arrival)."""
+        if self._expiration is None:
+            absolute = self.properties.get("absolute_expiry_time") or 0
+            if absolute:
+                self._expiration = int(absolute)
+            elif self.envelope.ttl:
+                self._expiration = self.arrival + self.envelope.ttl
+            else:
+                self._expiration = 0
+        return self._expiration
+
+    @property
+    def delivery_count(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return f"<Message {self.id} to {self.address!r} {len(self.encoded)} bytes>"

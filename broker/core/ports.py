@@ -1,0 +1,159 @@
+"""The ports the routing core needs from the outside world, as Protocols.
+
+The core never imports Proton or SQL. The protocol adapter implements `Consumer`; the store
+implements `Journal`. Everything the core asks the journal to persist is a list of small
+operation records submitted as one unit of work: the journal commits the unit in one database
+transaction (possibly grouped with other units: group commit) and then calls `done` on the
+reactor thread. A durable message is only put on its queues, and its producer only settled, from
+that callback ("decide, then commit").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+
+# ---------------------------------------------------------------------------------------------
+# Records: plain data that crosses the core/store boundary.
+
+
+@dataclass(frozen=True, slots=True)
+class AddressRecord:
+    name: str
+    routing_types: frozenset[str]  # subset of {"anycast", "multicast"}
+    auto_created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    """Every attribute of a durable queue that must survive a restart."""
+
+    name: str
+    address: str
+    routing_type: str  # "anycast" | "multicast"
+    filter: str | None = None
+    max_consumers: int = -1
+    exclusive: bool = False
+    last_value_key: str | None = None
+    auto_created: bool = False
+    # What made the queue: "configured", "auto", "subscription", "virtual-topic", ...
+    purpose: str = "configured"
+    # Free-form attributes later features add (subscription owner, selector cache ...), JSON-able.
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A durable message: stored once, whatever the number of queues that reference it."""
+
+    id: int  # broker-assigned, increasing; recovery continues after the highest
+    address: str
+    encoded: bytes  # the AMQP sections exactly as they will be sent
+    routing_type: str | None = None
+    priority: int = 4
+    expiration: int = 0  # epoch ms, 0 = never
+    scheduled_time: int = 0  # epoch ms, 0 = deliver now
+    arrival: int = 0  # epoch ms
+
+
+# Operations of a unit of work.
+
+
+@dataclass(frozen=True, slots=True)
+class PutAddress:
+    address: AddressRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAddress:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PutQueue:
+    queue: QueueRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteQueue:
+    """Deletes the queue and all its references (messages left unreferenced go too)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddMessage:
+    message: MessageRecord
+
+
+@dataclass(frozen=True, slots=True)
+class AddReference:
+    queue: str
+    message_id: int
+    delivery_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteReference:
+    """An acknowledgement; the message row goes when its last reference does."""
+
+    queue: str
+    message_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetDeliveryCount:
+    queue: str
+    message_id: int
+    delivery_count: int
+
+
+Operation = (
+    PutAddress | DeleteAddress | PutQueue | DeleteQueue | AddMessage | AddReference
+    | DeleteReference | SetDeliveryCount
+)
+
+
+@dataclass(slots=True)
+class StoredReference:
+    """One message on one queue, as recovery or a page read returns it."""
+
+    message: MessageRecord
+    delivery_count: int
+
+
+@dataclass(slots=True)
+class Recovered:
+    addresses: list[AddressRecord]
+    queues: list[QueueRecord]
+    # queue name -> its references in queue order (ascending message id)
+    references: dict[str, list[StoredReference]]
+    next_message_id: int
+
+
+class Journal(Protocol):
+    """Persistence, asynchronous: no method blocks the reactor thread on the database."""
+
+    durable: bool  # False for the in-memory journal: the core then skips building records
+
+    def recover(self) -> Recovered:
+        """Called once at start, before serving (may block: nothing else runs yet)."""
+
+    def submit(self, ops: Sequence[Operation], done: Callable[[BaseException | None], None] | None) -> None:
+        """Queue a unit of work; `done(None)` on the reactor thread once committed, or
+        `done(error)` if it could not be (nothing of the unit was applied)."""
+
+    def read_page(self, queue: str, after_message_id: int, limit: int,
+                  done: Callable[[list[StoredReference]], None]) -> None:
+        """Read up to `limit` references of `queue` with message id > after_message_id, in order."""
+
+    def close(self) -> None:
+        """Finish every submitted unit (calling its `done`), then release the database."""
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+def noop(*_args: object) -> None:
+    """A `done` callback for work whose completion nobody waits for."""

@@ -1,0 +1,37 @@
+"""Management: statistics and operations over the core's public API (no Proton, no SQL)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..app import Broker
+
+QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", "consumers",
+                     "added", "acked")
+
+
+class Management:
+    def __init__(self, broker: Broker):
+        self.broker = broker
+
+    def queue_stats(self) -> list[dict]:
+        rows = []
+        for q in sorted(self.broker.postoffice.queues.values(), key=lambda q: (q.address.name, q.name)):
+            rows.append({"address": q.address.name, "queue": q.name, "routing_type": q.routing_type,
+                         "durable": q.durable, "messages": q.message_count,
+                         "consumers": len(q.consumers), "added": q.added, "acked": q.acked})
+        return rows
+
+    def address_stats(self) -> list[dict]:
+        return [{"address": a.name, "routing_types": sorted(a.routing_types),
+                 "queues": sorted(a.queues)} for a in sorted(self.broker.postoffice.addresses.values(),
+                                                             key=lambda a: a.name)]
+
+    def operations(self) -> dict:
+        return {"queue.stat": self.queue_stats, "address.stat": self.address_stats}
+
+    def call(self, operation: str):
+        op = self.operations().get(operation)
+        if op is None:
+            raise KeyError(f"unknown management operation {operation!r}")
+        return op()

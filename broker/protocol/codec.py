@@ -1,0 +1,500 @@
+"""Reads the few fields routing needs straight from a message's encoded AMQP sections, and makes
+the small edits the broker applies on the way out (delivery count, added annotations).
+
+A full `proton.Message` decode + encode costs 32-42 µs, several times the whole per-message path
+(reference/proton-hot-path.md), so the broker keeps each message as the bytes the producer sent.
+On arrival it scans the section boundaries and decodes the header (and message annotations when
+there are any); properties and application properties are decoded only when something asks
+(a selector, a group, anonymous relay). This module imports no Proton: it is the AMQP 1.0 type
+system (section 1.6 of the spec), the subset a broker needs, in plain Python.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any
+
+# Section descriptors (amqp:header:list ... amqp:footer:map).
+HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = range(0x70, 0x75)
+DATA, AMQP_SEQUENCE, AMQP_VALUE, FOOTER = range(0x75, 0x79)
+
+_SYMBOL_DESCRIPTORS = {
+    "amqp:header:list": HEADER, "amqp:delivery-annotations:map": DELIVERY_ANNOTATIONS,
+    "amqp:message-annotations:map": MESSAGE_ANNOTATIONS, "amqp:properties:list": PROPERTIES,
+    "amqp:application-properties:map": APPLICATION_PROPERTIES, "amqp:data:binary": DATA,
+    "amqp:amqp-sequence:list": AMQP_SEQUENCE, "amqp:amqp-value:*": AMQP_VALUE, "amqp:footer:map": FOOTER,
+}
+
+
+class DecodeError(ValueError):
+    """The bytes are not a well-formed AMQP message."""
+
+
+# -- value types that plain Python types cannot tell apart ---------------------------------------
+# They subclass str/int so that they print and compare naturally; the selector treats any
+# subclass as opaque (a symbol never equals a string literal), as Artemis does.
+
+
+class Symbol(str):
+    __slots__ = ()
+
+
+class Char(str):
+    __slots__ = ()
+
+
+class Timestamp(int):
+    """Milliseconds since the epoch."""
+
+    __slots__ = ()
+
+
+class UByte(int):
+    __slots__ = ()
+
+
+class Byte(int):
+    __slots__ = ()
+
+
+class UInt(int):
+    __slots__ = ()
+
+
+class ULong(int):
+    __slots__ = ()
+
+
+class Described:
+    __slots__ = ("descriptor", "value")
+
+    def __init__(self, descriptor: Any, value: Any):
+        self.descriptor = descriptor
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Described) and (self.descriptor, self.value) == (other.descriptor, other.value)
+
+    def __repr__(self) -> str:
+        return f"Described({self.descriptor!r}, {self.value!r})"
+
+
+# -- skipping -----------------------------------------------------------------------------------
+
+_FIXED_WIDTH = {0x40: 0, 0x41: 0, 0x42: 0, 0x43: 0, 0x44: 0, 0x45: 0}
+_FIXED_WIDTH.update({c: 1 for c in range(0x50, 0x57)})
+_FIXED_WIDTH.update({0x60: 2, 0x61: 2})
+_FIXED_WIDTH.update({c: 4 for c in range(0x70, 0x75)})
+_FIXED_WIDTH.update({c: 8 for c in range(0x80, 0x85)})
+_FIXED_WIDTH.update({0x94: 16, 0x98: 16})
+_SIZE8 = frozenset((0xA0, 0xA1, 0xA3, 0xC0, 0xC1, 0xE0))
+_SIZE32 = frozenset((0xB0, 0xB1, 0xB3, 0xD0, 0xD1, 0xF0))
+
+_u16 = struct.Struct(">H").unpack_from
+_i16 = struct.Struct(">h").unpack_from
+_u32 = struct.Struct(">I").unpack_from
+_i32 = struct.Struct(">i").unpack_from
+_u64 = struct.Struct(">Q").unpack_from
+_i64 = struct.Struct(">q").unpack_from
+_f32 = struct.Struct(">f").unpack_from
+_f64 = struct.Struct(">d").unpack_from
+
+
+def skip(buf: bytes, pos: int) -> int:
+    """The position just after the value that starts at `pos`."""
+    try:
+        code = buf[pos]
+        if code == 0x00:
+            return skip(buf, skip(buf, pos + 1))
+        width = _FIXED_WIDTH.get(code)
+        if width is not None:
+            end = pos + 1 + width
+        elif code in _SIZE8:
+            end = pos + 2 + buf[pos + 1]
+        elif code in _SIZE32:
+            end = pos + 5 + _u32(buf, pos + 1)[0]
+        else:
+            raise DecodeError(f"unknown AMQP type code 0x{code:02x} at {pos}")
+    except (IndexError, struct.error):
+        raise DecodeError(f"truncated AMQP value at {pos}") from None
+    if end > len(buf):
+        raise DecodeError(f"truncated AMQP value at {pos}")
+    return end
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+
+def decode(buf: bytes, pos: int = 0) -> tuple[Any, int]:
+    """Decode one value; returns (value, position after it)."""
+    try:
+        return _decode(buf, pos)
+    except (IndexError, struct.error, UnicodeDecodeError):
+        raise DecodeError(f"malformed AMQP value at {pos}") from None
+
+
+def _decode(buf: bytes, pos: int) -> tuple[Any, int]:
+    code = buf[pos]
+    p = pos + 1
+    if code == 0x40:
+        return None, p
+    if code == 0x41:
+        return True, p
+    if code == 0x42:
+        return False, p
+    if code == 0x43 or code == 0x44:
+        return 0, p
+    if code == 0x45:
+        return [], p
+    if code == 0xA1:
+        n = buf[p]
+        return bytes(buf[p + 1:p + 1 + n]).decode(), p + 1 + n
+    if code == 0xA3:
+        n = buf[p]
+        return Symbol(bytes(buf[p + 1:p + 1 + n]).decode("ascii", "replace")), p + 1 + n
+    if code == 0xA0:
+        n = buf[p]
+        return bytes(buf[p + 1:p + 1 + n]), p + 1 + n
+    if code in (0x52, 0x53, 0x50):
+        return buf[p], p + 1
+    if code == 0x54 or code == 0x55 or code == 0x51:
+        v = buf[p]
+        return (v - 256 if v > 127 else v), p + 1
+    if code == 0x56:
+        return buf[p] != 0, p + 1
+    if code == 0x60:
+        return _u16(buf, p)[0], p + 2
+    if code == 0x61:
+        return _i16(buf, p)[0], p + 2
+    if code == 0x70:
+        return _u32(buf, p)[0], p + 4
+    if code == 0x71:
+        return _i32(buf, p)[0], p + 4
+    if code == 0x72:
+        return _f32(buf, p)[0], p + 4
+    if code == 0x73:
+        return Char(chr(_u32(buf, p)[0])), p + 4
+    if code == 0x80:
+        return _u64(buf, p)[0], p + 8
+    if code == 0x81:
+        return _i64(buf, p)[0], p + 8
+    if code == 0x82:
+        return _f64(buf, p)[0], p + 8
+    if code == 0x83:
+        return Timestamp(_i64(buf, p)[0]), p + 8
+    if code == 0x98:
+        return uuid.UUID(bytes=bytes(buf[p:p + 16])), p + 16
+    if code == 0xB1:
+        n = _u32(buf, p)[0]
+        return bytes(buf[p + 4:p + 4 + n]).decode(), p + 4 + n
+    if code == 0xB3:
+        n = _u32(buf, p)[0]
+        return Symbol(bytes(buf[p + 4:p + 4 + n]).decode("ascii", "replace")), p + 4 + n
+    if code == 0xB0:
+        n = _u32(buf, p)[0]
+        return bytes(buf[p + 4:p + 4 + n]), p + 4 + n
+    if code in (0xC0, 0xC1, 0xD0, 0xD1):
+        if code < 0xD0:
+            size, count, p = buf[p], buf[p + 1], p + 2
+            end = p + size - 1
+        else:
+            size, count = _u32(buf, p)[0], _u32(buf, p + 4)[0]
+            p += 8
+            end = p + size - 4
+        items = []
+        for _ in range(count):
+            v, p = _decode(buf, p)
+            items.append(v)
+        if p != end:
+            raise DecodeError(f"compound value size mismatch at {pos}")
+        if code in (0xC1, 0xD1):
+            return _to_map(items), end
+        return items, end
+    if code == 0xE0 or code == 0xF0:
+        return _decode_array(buf, pos, code)
+    if code == 0x00:
+        descriptor, p = _decode(buf, p)
+        value, p = _decode(buf, p)
+        return Described(descriptor, value), p
+    if code in (0x74, 0x84, 0x94):  # decimals: kept as their raw bytes
+        end = skip(buf, pos)
+        return bytes(buf[p:end]), end
+    raise DecodeError(f"unknown AMQP type code 0x{code:02x} at {pos}")
+
+
+def _payload_length(buf: bytes, p: int, ctor: int) -> int:
+    width = _FIXED_WIDTH.get(ctor)
+    if width is not None:
+        return width
+    if ctor in _SIZE8:
+        return 1 + buf[p]
+    if ctor in _SIZE32:
+        return 4 + _u32(buf, p)[0]
+    raise DecodeError(f"unknown array element type 0x{ctor:02x}")
+
+
+def _to_map(items: list) -> dict:
+    if len(items) % 2:
+        raise DecodeError("map with an odd number of items")
+    it = iter(items)
+    out = {}
+    for k in it:
+        v = next(it)
+        try:
+            out[k] = v
+        except TypeError:  # an unhashable key (a list): keep it findable by its text
+            out[repr(k)] = v
+    return out
+
+
+def _decode_array(buf: bytes, pos: int, code: int) -> tuple[list, int]:
+    p = pos + 1
+    if code == 0xE0:
+        size, count, p = buf[p], buf[p + 1], p + 2
+        end = p + size - 1
+    else:
+        size, count = _u32(buf, p)[0], _u32(buf, p + 4)[0]
+        p += 8
+        end = p + size - 4
+    ctor = buf[p]
+    descriptor = None
+    if ctor == 0x00:
+        descriptor, p = _decode(buf, p + 1)
+        ctor = buf[p]
+    p += 1
+    items = []
+    for _ in range(count):
+        # Each element is the constructor's payload: decode it with the constructor in front.
+        n = _payload_length(buf, p, ctor)
+        value, _ = _decode(bytes((ctor,)) + bytes(buf[p:p + n]), 0)
+        p += n
+        items.append(Described(descriptor, value) if descriptor is not None else value)
+    return items, end
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+def sections(buf: bytes) -> list[tuple[int, int, int]]:
+    """(descriptor code, start, end) of every section, in order."""
+    out = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        if buf[pos] != 0x00:
+            raise DecodeError(f"expected a described section at {pos}")
+        dcode = buf[pos + 1]
+        if dcode == 0x53:
+            descriptor, p = buf[pos + 2], pos + 3
+        elif dcode == 0x80:
+            descriptor, p = _u64(buf, pos + 2)[0], pos + 10
+        else:
+            sym, p = decode(buf, pos + 1)
+            descriptor = _SYMBOL_DESCRIPTORS.get(sym, -1)
+        end = skip(buf, p)
+        out.append((descriptor, pos, end))
+        pos = end
+    return out
+
+
+def section_value(buf: bytes, start: int) -> Any:
+    """The value of the section starting at `start` (skipping its descriptor)."""
+    p = skip(buf, start + 1)
+    return decode(buf, p)[0]
+
+
+class Envelope:
+    """What the broker reads from every arriving message: header fields and where the other
+    sections are. Built once on arrival; cheap (no properties decode)."""
+
+    __slots__ = ("durable", "priority", "ttl", "first_acquirer", "header_end", "annotations",
+                 "properties_at", "app_properties_at", "bare_at")
+
+    def __init__(self, buf: bytes):
+        self.durable = False
+        self.priority = 4
+        self.ttl = 0
+        self.first_acquirer = False
+        self.header_end = 0  # bytes before this are the header section (0: none)
+        self.annotations: dict | None = None
+        self.properties_at = -1
+        self.app_properties_at = -1
+        self.bare_at = 0  # where the bare message starts (after header and annotations)
+        for descriptor, start, end in sections(buf):
+            if descriptor == HEADER:
+                fields = section_value(buf, start)
+                if not isinstance(fields, list):
+                    raise DecodeError("header is not a list")
+                n = len(fields)
+                if n > 0 and fields[0] is not None:
+                    self.durable = bool(fields[0])
+                if n > 1 and fields[1] is not None:
+                    self.priority = fields[1]
+                if n > 2 and fields[2] is not None:
+                    self.ttl = fields[2]
+                if n > 3 and fields[3] is not None:
+                    self.first_acquirer = bool(fields[3])
+                self.header_end = end
+                self.bare_at = end
+            elif descriptor == DELIVERY_ANNOTATIONS:
+                self.bare_at = end
+            elif descriptor == MESSAGE_ANNOTATIONS:
+                value = section_value(buf, start)
+                self.annotations = value if isinstance(value, dict) else {}
+                self.bare_at = end
+            elif descriptor == PROPERTIES:
+                self.properties_at = start
+            elif descriptor == APPLICATION_PROPERTIES:
+                self.app_properties_at = start
+                break  # nothing routing needs comes after
+
+
+    def properties_of(self, buf: bytes) -> dict[str, Any]:
+        return decode_properties(buf, self.properties_at)
+
+    def application_properties_of(self, buf: bytes) -> dict:
+        return decode_map_section(buf, self.app_properties_at)
+
+
+PROPERTY_FIELDS = ("message_id", "user_id", "to", "subject", "reply_to", "correlation_id",
+                   "content_type", "content_encoding", "absolute_expiry_time", "creation_time",
+                   "group_id", "group_sequence", "reply_to_group_id")
+
+
+def decode_properties(buf: bytes, at: int) -> dict[str, Any]:
+    """The properties section as a dict of the fields that are set."""
+    if at < 0:
+        return {}
+    fields = section_value(buf, at)
+    if not isinstance(fields, list):
+        return {}
+    return {name: v for name, v in zip(PROPERTY_FIELDS, fields) if v is not None}
+
+
+def decode_map_section(buf: bytes, at: int) -> dict:
+    if at < 0:
+        return {}
+    value = section_value(buf, at)
+    return value if isinstance(value, dict) else {}
+
+
+def body_value(buf: bytes) -> Any:
+    """The body: one data section's bytes, an amqp-value's value, or a sequence's list."""
+    for descriptor, start, _end in sections(buf):
+        if descriptor in (DATA, AMQP_VALUE, AMQP_SEQUENCE):
+            return section_value(buf, start)
+    return None
+
+
+# -- encoding -----------------------------------------------------------------------------------
+
+
+def encode(value: Any) -> bytes:
+    """Encode one Python value as an AMQP value (types above pick the AMQP type)."""
+    if value is None:
+        return b"\x40"
+    if value is True:
+        return b"\x41"
+    if value is False:
+        return b"\x42"
+    if isinstance(value, Symbol):
+        raw = value.encode("ascii")
+        return (b"\xa3" + bytes((len(raw),)) if len(raw) < 256 else b"\xb3" + struct.pack(">I", len(raw))) + raw
+    if isinstance(value, Char):
+        return b"\x73" + struct.pack(">I", ord(value))
+    if isinstance(value, str):
+        raw = value.encode()
+        return (b"\xa1" + bytes((len(raw),)) if len(raw) < 256 else b"\xb1" + struct.pack(">I", len(raw))) + raw
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        return (b"\xa0" + bytes((len(raw),)) if len(raw) < 256 else b"\xb0" + struct.pack(">I", len(raw))) + raw
+    if isinstance(value, Timestamp):
+        return b"\x83" + struct.pack(">q", value)
+    if isinstance(value, UByte):
+        return b"\x50" + bytes((value,))
+    if isinstance(value, Byte):
+        return b"\x51" + struct.pack(">b", value)
+    if isinstance(value, UInt):
+        return b"\x70" + struct.pack(">I", value)
+    if isinstance(value, ULong):
+        return b"\x80" + struct.pack(">Q", value)
+    if isinstance(value, int):
+        return b"\x81" + struct.pack(">q", value)
+    if isinstance(value, float):
+        return b"\x82" + struct.pack(">d", value)
+    if isinstance(value, uuid.UUID):
+        return b"\x98" + value.bytes
+    if isinstance(value, dict):
+        return _compound(0xC1, 0xD1, [encode(x) for kv in value.items() for x in kv])
+    if isinstance(value, (list, tuple)):
+        return _compound(0xC0, 0xD0, [encode(x) for x in value]) if value else b"\x45"
+    if isinstance(value, Described):
+        return b"\x00" + encode(value.descriptor) + encode(value.value)
+    raise TypeError(f"cannot encode {type(value).__name__} as AMQP")
+
+
+def _compound(code8: int, code32: int, items: list[bytes]) -> bytes:
+    body = b"".join(items)
+    if len(body) + 1 < 256 and len(items) < 256:
+        return bytes((code8, len(body) + 1, len(items))) + body
+    return bytes((code32,)) + struct.pack(">II", len(body) + 4, len(items)) + body
+
+
+def encode_section(descriptor: int, value: Any) -> bytes:
+    return b"\x00\x53" + bytes((descriptor,)) + encode(value)
+
+
+_HEADER_DEFAULTS = (False, 4, None, False, 0)
+
+
+def encode_header(durable: bool, priority: int, ttl: int, first_acquirer: bool, delivery_count: int) -> bytes:
+    fields = [durable, UByte(priority), UInt(ttl) if ttl else None, first_acquirer, UInt(delivery_count)]
+    while fields and fields[-1] == _HEADER_DEFAULTS[len(fields) - 1]:
+        fields.pop()  # trailing fields at their defaults are left out, as encoders do
+    return encode_section(HEADER, fields)
+
+
+def with_delivery_count(buf: bytes, env: Envelope, delivery_count: int) -> bytes:
+    """The message as it goes out on a redelivery: same bytes with header.delivery-count set."""
+    header = encode_header(env.durable, env.priority, env.ttl, env.first_acquirer, delivery_count)
+    return header + buf[env.header_end:]
+
+
+def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = ()) -> bytes:
+    """The message with `extra` message annotations set (replacing same-named ones) and the keys
+    in `drop` removed. Untouched annotations keep their exact encoding (a byte stays a byte);
+    everything else stays byte for byte; delivery annotations are dropped."""
+    entries = [raw for key, raw in _raw_annotation_entries(buf) if key not in extra and key not in drop]
+    entries += [encode(Symbol(k)) + encode(v) for k, v in extra.items()]
+    section = b""
+    if entries:
+        body = b"".join(entries)
+        count = len(entries) * 2
+        if len(body) + 1 < 256 and count < 256:
+            section = b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
+        else:
+            section = b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
+    return buf[:env.header_end] + section + buf[env.bare_at:]
+
+
+def _raw_annotation_entries(buf: bytes) -> list[tuple[Any, bytes]]:
+    """(key, encoded key+value) of each message annotation, values left encoded."""
+    for descriptor, start, _end in sections(buf):
+        if descriptor == MESSAGE_ANNOTATIONS:
+            p = skip(buf, start + 1)
+            code = buf[p]
+            if code == 0xC1:
+                count, p = buf[p + 2], p + 3
+            elif code == 0xD1:
+                count, p = _u32(buf, p + 5)[0], p + 9
+            else:
+                return []
+            out = []
+            for _ in range(count // 2):
+                key, value_at = decode(buf, p)
+                end = skip(buf, value_at)
+                out.append((key, bytes(buf[p:end])))
+                p = end
+            return out
+        if descriptor >= PROPERTIES:
+            break
+    return []

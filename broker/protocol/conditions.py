@@ -1,0 +1,37 @@
+"""The one table from the core's typed errors to AMQP error conditions."""
+from __future__ import annotations
+
+from ..core import errors
+
+NOT_FOUND = "amqp:not-found"
+ILLEGAL_STATE = "amqp:illegal-state"
+RESOURCE_LIMIT_EXCEEDED = "amqp:resource-limit-exceeded"
+UNAUTHORIZED_ACCESS = "amqp:unauthorized-access"
+INVALID_FIELD = "amqp:invalid-field"
+INTERNAL_ERROR = "amqp:internal-error"
+RESOURCE_DELETED = "amqp:resource-deleted"
+DECODE_ERROR = "amqp:decode-error"
+NOT_IMPLEMENTED = "amqp:not-implemented"
+MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+CONNECTION_FORCED = "amqp:connection:forced"
+FAILED = "failed"  # Artemis's condition for an anonymous-relay send it cannot route
+
+_BY_ERROR: dict[type, str] = {
+    errors.AddressNotFound: NOT_FOUND,
+    errors.QueueNotFound: NOT_FOUND,
+    errors.RoutingTypeMismatch: ILLEGAL_STATE,
+    errors.IllegalState: ILLEGAL_STATE,
+    errors.ResourceLimitExceeded: RESOURCE_LIMIT_EXCEEDED,
+    errors.NotAuthorized: UNAUTHORIZED_ACCESS,
+    errors.InvalidFilter: INVALID_FIELD,
+    errors.InvalidField: INVALID_FIELD,
+    errors.ResourceDeleted: RESOURCE_DELETED,
+}
+
+
+def condition_for(error: BaseException) -> str:
+    for cls in type(error).__mro__:
+        name = _BY_ERROR.get(cls)
+        if name is not None:
+            return name
+    return INTERNAL_ERROR

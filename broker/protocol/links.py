@@ -1,0 +1,467 @@
+"""Link handlers: a ProducerLink for each link a client sends on, a ConsumerLink for each link
+it receives from. Attach and detach are the cold path (Proton data objects are fine there); the
+per-message path (`ProducerLink.on_delivery`, `ConsumerLink.send`) uses only `lib.pn_*` calls
+on raw pointers and keeps messages as their encoded bytes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import cproton
+from cproton_ffi import ffi, lib
+from proton._data import Described, PropertyDict, dat2obj, obj2dat, symbol
+
+from ..core import errors, links as core_links
+from ..core.message import ANYCAST, MULTICAST, Message
+from . import codec, conditions
+from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
+                       read_terminus, strip_consumer_priority, subscription_queue_name)
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger("hermod.link")
+
+PRODUCER_CREDIT = 1000
+PRODUCER_CREDIT_LOW = 300
+ROUTING_TYPE_ANNOTATION = "x-opt-routing-type"
+JMS_DEST_ANNOTATION = "x-opt-jms-dest"
+_JMS_DEST_TYPES = {0: ANYCAST, 2: ANYCAST, 1: MULTICAST, 3: MULTICAST}
+
+PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_REJECTED,
+                                                      lib.PN_RELEASED, lib.PN_MODIFIED)
+
+
+def set_condition(cond, name: str, description: str) -> None:
+    cproton.pn_condition_set_name(cond, name)
+    cproton.pn_condition_set_description(cond, description)
+
+
+def refuse(link, name: str, description: str) -> None:
+    """Refuse an attach: a null source/target in the reply, then a detach carrying the error."""
+    set_condition(lib.pn_link_condition(link), name, description)
+    lib.pn_link_open(link)
+    lib.pn_link_close(link)
+
+
+def open_link(conn: Connection, link):
+    """Handle a peer's attach; returns the link's handler, or None when refused."""
+    is_sender = lib.pn_link_is_sender(link)  # we send: the client consumes
+    try:
+        if is_sender:
+            return ConsumerLink.attach(conn, link)
+        return ProducerLink.attach(conn, link)
+    except errors.HermodError as e:
+        log.info("refused attach of %s from %s: %s", cproton.pn_link_name(link), conn.peer, e)
+        refuse(link, conditions.condition_for(e), str(e))
+    except Exception as e:  # noqa: BLE001 - an attach must never take the broker down
+        log.exception("attach failed")
+        refuse(link, conditions.INTERNAL_ERROR, f"internal error: {e}")
+    return None
+
+
+def _routing_type_annotation(annotations: dict | None) -> str | None:
+    if annotations:
+        value = annotations.get(ROUTING_TYPE_ANNOTATION)
+        if value == 0:
+            return MULTICAST
+        if value == 1:
+            return ANYCAST
+    return None
+
+
+class ProducerLink:
+    """A link the client sends messages on."""
+
+    __slots__ = ("conn", "link", "target", "broker", "postoffice", "_buf", "_buf_size", "max_size",
+                 "container_id", "name", "temporary")
+
+    def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
+        self.conn = conn
+        self.link = link
+        self.target = target
+        self.broker = conn.broker
+        self.postoffice = conn.broker.postoffice
+        self._buf_size = 64 * 1024
+        self._buf = ffi.new("char[]", self._buf_size)
+        self.max_size = conn.broker.config.server.max_message_size
+        self.container_id = conn.container_id
+        self.name = cproton.pn_link_name(link)
+        self.temporary = target.temporary
+
+    @classmethod
+    def attach(cls, conn: Connection, link) -> ProducerLink | None:
+        remote = read_terminus(lib.pn_link_remote_target(link))
+        if remote.coordinator:
+            raise errors.HermodError("transactions are not supported yet")
+        server = conn.broker.config.server
+        if remote.dynamic:
+            kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
+            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
+        elif remote.address is None or not remote.present:
+            rt = parse_name("", remote.capabilities, (), ()).routing_type
+            req = core_links.ProducerRequest(None, routing_type=rt)
+        else:
+            name = parse_name(remote.address, remote.capabilities, server.anycast_prefixes,
+                              server.multicast_prefixes)
+            req = core_links.ProducerRequest(name.address, name.routing_type, name.queue)
+        target = conn.broker.attach_producer(req)
+        handler = cls(conn, link, target)
+        lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
+        if remote.dynamic:
+            cproton.pn_terminus_set_address(lib.pn_link_target(link), target.address)
+        lib.pn_terminus_copy(lib.pn_link_source(link), lib.pn_link_remote_source(link))
+        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        lib.pn_link_set_max_message_size(link, handler.max_size)
+        lib.pn_link_open(link)
+        lib.pn_link_flow(link, PRODUCER_CREDIT)
+        return handler
+
+    # -- per message (hot path) ----------------------------------------------------------------
+    def on_delivery(self, d) -> None:
+        link = self.link
+        current, readable, partial = lib.pn_link_current, lib.pn_delivery_readable, lib.pn_delivery_partial
+        d = current(link)
+        while d != ffi.NULL and readable(d):
+            if lib.pn_delivery_aborted(d):
+                lib.pn_link_advance(link)
+                lib.pn_delivery_settle(d)
+                d = current(link)
+                continue
+            pending = lib.pn_delivery_pending(d)
+            if partial(d):
+                if pending > self.max_size:
+                    self._too_big(d, pending)
+                break
+            if pending > self.max_size:
+                self._too_big(d, pending)
+                return
+            if pending > self._buf_size:
+                self._buf_size = pending
+                self._buf = ffi.new("char[]", pending)
+            got = lib.pn_link_recv(link, self._buf, pending)
+            data = ffi.unpack(self._buf, got) if got > 0 else b""
+            lib.pn_link_advance(link)
+            self.receive(d, data)
+            d = current(link)
+        credit = lib.pn_link_credit(link)
+        if credit < PRODUCER_CREDIT_LOW and not self.broker.producers_blocked:
+            lib.pn_link_flow(link, PRODUCER_CREDIT - credit)
+
+    def receive(self, d, data: bytes) -> None:
+        presettled = lib.pn_delivery_settled(d)
+        try:
+            envelope = codec.Envelope(data)
+        except codec.DecodeError as e:
+            self._outcome(d, presettled, PN_REJECTED, conditions.DECODE_ERROR, str(e))
+            return
+        target = self.target
+        address = target.address
+        rt = target.routing_type
+        queue = target.queue
+        if address is None:  # anonymous relay: the message's `to` says where
+            to = envelope.properties_of(data).get("to")
+            if not to:
+                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, "message has no 'to' address")
+                return
+            annotations = envelope.annotations
+            if rt is None and annotations:
+                rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
+            try:
+                address, rt, queue = self.broker.resolve_relay(to, rt)
+            except errors.HermodError as e:
+                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, str(e))
+                return
+        elif rt is None:
+            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
+        message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
+        if address == self.broker.management_address:
+            self.conn.server.management.handle(message)
+            self._outcome(d, presettled, PN_ACCEPTED)
+            return
+        po = self.postoffice
+        queues = po.route(message, address, rt, queue)
+        if presettled:
+            po.post(message, queues, None)
+            lib.pn_delivery_settle(d)
+            return
+
+        def done(error: BaseException | None) -> None:
+            if self.conn.closed:
+                return
+            if error is None:
+                lib.pn_delivery_update(d, PN_ACCEPTED)
+            else:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
+                              conditions.condition_for(error), f"message not stored: {error}")
+                lib.pn_delivery_update(d, PN_REJECTED)
+            lib.pn_delivery_settle(d)
+            self.conn.server.mark(self.conn)
+
+        po.post(message, queues, done)
+
+    def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
+                 description: str = "") -> None:
+        if not presettled:
+            if condition is not None:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
+            lib.pn_delivery_update(d, outcome)
+        lib.pn_delivery_settle(d)
+
+    def _too_big(self, d, size: int) -> None:
+        log.info("message of %d bytes over max_message_size %d on %s", size, self.max_size, self.name)
+        set_condition(lib.pn_link_condition(self.link), conditions.MESSAGE_SIZE_EXCEEDED,
+                      f"message of {size} bytes exceeds max_message_size {self.max_size}")
+        lib.pn_link_close(self.link)
+        self.conn.links.pop(self.link, None)
+        self.on_detach(closed=True)
+
+    def on_flow(self) -> None:
+        pass
+
+    def set_blocked(self, blocked: bool) -> None:
+        pass
+
+    def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        if self.temporary and self.target.address:
+            po = self.postoffice
+            if self.target.address in po.queues:
+                po.delete_queue(self.target.address)
+            else:
+                po.delete_address(self.target.address)
+            self.temporary = False
+
+
+class ConsumerLink:
+    """A link the client receives messages on; the core's queue calls `send`."""
+
+    __slots__ = ("conn", "link", "consumer", "broker", "presettled", "deliveries", "_tag", "_tag_n",
+                 "expiry_policy", "browser", "durable_subscription", "name")
+
+    def __init__(self, conn: Connection, link):
+        self.conn = conn
+        self.link = link
+        self.broker = conn.broker
+        self.consumer = None
+        self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
+        self.deliveries: dict = {}  # pn_delivery_t* -> Ref
+        self._tag = ffi.new("char[]", 8)
+        self._tag_n = 0
+        self.expiry_policy = "session-end"
+        self.browser = False
+        self.durable_subscription = False
+        self.name = cproton.pn_link_name(link)
+
+    @classmethod
+    def attach(cls, conn: Connection, link) -> ConsumerLink | None:
+        broker = conn.broker
+        remote = read_terminus(lib.pn_link_remote_source(link))
+        handler = cls(conn, link)
+        handler.expiry_policy = remote.expiry_policy
+        link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
+        priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
+        if not remote.present or (remote.address is None and not remote.dynamic):
+            return handler._attach_existing_subscription(remote)
+        selector_text = None
+        accepted_filters = {}
+        found = find_filter(remote.filters, SELECTOR_DESCRIPTORS)
+        if found is not None:
+            key, described = found
+            selector_text = str(described.value)
+            accepted_filters[key] = described
+        predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
+        no_local = find_filter(remote.filters, NO_LOCAL_DESCRIPTORS)
+        if no_local is not None:
+            accepted_filters[no_local[0]] = no_local[1]
+        browser = remote.distribution_mode == "copy"
+        if remote.dynamic:
+            req = core_links.ConsumerRequest("", dynamic=True)
+        else:
+            address, suffix_priority = strip_consumer_priority(remote.address)
+            if suffix_priority is not None:
+                priority = suffix_priority
+            server = broker.config.server
+            name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes)
+            caps = set(remote.capabilities)
+            shared = "shared" in caps
+            global_ = "global" in caps
+            req = core_links.ConsumerRequest(
+                name.address, name.routing_type, name.queue, browser=browser, selector=selector_text,
+                selector_predicate=predicate, priority=int(priority or 0),
+                no_local_container=conn.container_id or "" if no_local is not None else None,
+                subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
+                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
+                durable=remote.durable, shared=shared)
+            handler.durable_subscription = remote.durable
+        handler.browser = browser
+        handler.consumer = broker.attach_consumer(req, handler, owner=conn)
+        local = lib.pn_link_source(link)
+        lib.pn_terminus_copy(local, lib.pn_link_remote_source(link))
+        filt = lib.pn_terminus_filter(local)
+        lib.pn_data_clear(filt)
+        if accepted_filters:
+            obj2dat(accepted_filters, filt)
+        if remote.dynamic:
+            cproton.pn_terminus_set_address(local, handler.consumer.queue.name)
+        lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
+        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        lib.pn_link_open(link)
+        return handler
+
+    def _attach_existing_subscription(self, remote) -> ConsumerLink:
+        """No source: look up a durable subscription by link name (JMS re-subscribe lookup)."""
+        desired = dat2obj(lib.pn_link_remote_desired_capabilities(self.link)) or []
+        desired = [str(c) for c in (desired if isinstance(desired, (list, tuple)) else [desired])]
+        global_ = "global" in desired
+        shared = "|" in self.name or "shared" in desired
+        queue_name = subscription_queue_name(self.conn.container_id, self.name, shared=shared,
+                                             global_=global_, durable=True)
+        po = self.broker.postoffice
+        queue = po.queues.get(queue_name)
+        if queue is None or queue.purpose != "subscription":
+            raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
+        req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
+        self.consumer = core_links._attach(queue, req, self, self.conn, selector_on_queue=True)
+        self.durable_subscription = True
+        local = lib.pn_link_source(self.link)
+        cproton.pn_terminus_set_address(local, queue.name)
+        lib.pn_terminus_set_type(local, lib.PN_SOURCE)
+        lib.pn_terminus_set_durability(local, lib.PN_DELIVERIES)
+        lib.pn_terminus_set_expiry_policy(local, lib.PN_EXPIRE_NEVER)
+        lib.pn_terminus_set_distribution_mode(local, lib.PN_DIST_MODE_COPY)
+        obj2dat([symbol("topic")], lib.pn_terminus_capabilities(local))
+        if queue.filter_text:
+            obj2dat({symbol("jms-selector"): Described(symbol("apache.org:selector-filter:string"),
+                                                       queue.filter_text)}, lib.pn_terminus_filter(local))
+        lib.pn_terminus_copy(lib.pn_link_target(self.link), lib.pn_link_remote_target(self.link))
+        lib.pn_link_set_snd_settle_mode(self.link, lib.pn_link_remote_snd_settle_mode(self.link))
+        lib.pn_link_open(self.link)
+        return self
+
+    # -- per message (hot path) ----------------------------------------------------------------
+    def send(self, consumer, ref) -> None:
+        """Called by the queue: write one message on this link."""
+        link = self.link
+        n = self._tag_n = self._tag_n + 1
+        ffi.memmove(self._tag, n.to_bytes(8, "little"), 8)
+        d = lib.pn_delivery(link, (8, self._tag))
+        message = ref.message
+        count = ref.delivery_count - 1
+        data = message.encoded if count <= 0 or consumer.browser else codec.with_delivery_count(
+            message.encoded, message.envelope, count)
+        lib.pn_link_send(link, data, len(data))
+        lib.pn_link_advance(link)
+        if consumer.browser:
+            lib.pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
+        elif self.presettled:
+            lib.pn_delivery_settle(d)
+            consumer.queue.acknowledge(ref)
+        else:
+            self.deliveries[d] = ref
+        self.conn.server.mark(self.conn)
+
+    def on_delivery(self, d) -> None:
+        """The client's disposition for a message we sent."""
+        if not lib.pn_delivery_updated(d) and not lib.pn_delivery_settled(d):
+            return
+        if d not in self.deliveries:
+            if lib.pn_delivery_settled(d):
+                lib.pn_delivery_settle(d)
+            return
+        ref = self.deliveries[d]
+        state = lib.pn_delivery_remote_state(d)
+        settled = lib.pn_delivery_settled(d)
+        if ref is None:  # browsing: nothing happens to the queue
+            if settled or state:
+                del self.deliveries[d]
+                lib.pn_delivery_settle(d)
+            return
+        queue = ref.queue
+        if state == PN_ACCEPTED or (settled and state == 0):
+            del self.deliveries[d]
+            queue.acknowledge(ref, self._settler(d))
+            return
+        if state == PN_RELEASED:
+            del self.deliveries[d]
+            queue.release(ref)
+        elif state == PN_MODIFIED:
+            del self.deliveries[d]
+            disp = lib.pn_delivery_remote(d)
+            queue.release(ref, failed=bool(lib.pn_disposition_is_failed(disp)),
+                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
+        elif state == PN_REJECTED:
+            del self.deliveries[d]
+            queue.reject(ref, self._settler(d))
+            return
+        else:
+            return  # e.g. a received state: not terminal
+        lib.pn_delivery_settle(d)
+
+    def _settler(self, d):
+        def settle(error: BaseException | None) -> None:
+            # The acknowledgement is committed: only now may the delivery be forgotten.
+            if not self.conn.closed and self.link in self.conn.links:
+                lib.pn_delivery_settle(d)
+                self.conn.server.mark(self.conn)
+        return settle
+
+    def on_flow(self) -> None:
+        consumer = self.consumer
+        if consumer is None:
+            return
+        consumer.credit = lib.pn_link_credit(self.link)
+        if lib.pn_link_get_drain(self.link):
+            self.conn.server.draining.add(self)
+        consumer.queue.postoffice.schedule(consumer.queue)
+
+    def drained(self) -> None:
+        if self.consumer is not None and self.link in self.conn.links:
+            lib.pn_link_drained(self.link)
+            self.consumer.credit = 0
+            self.conn.server.mark(self.conn)
+
+    def set_blocked(self, blocked: bool) -> None:
+        consumer = self.consumer
+        if consumer is not None:
+            consumer.blocked = blocked
+            if not blocked:
+                consumer.queue.postoffice.schedule(consumer.queue)
+
+    def queue_deleted(self, consumer) -> None:
+        """The queue went away under this consumer: close the link with resource-deleted."""
+        self.consumer = None
+        self.deliveries.clear()
+        if self.link in self.conn.links and not self.conn.closed:
+            del self.conn.links[self.link]
+            set_condition(lib.pn_link_condition(self.link), conditions.RESOURCE_DELETED,
+                          f"queue {consumer.queue.name} was deleted")
+            lib.pn_link_close(self.link)
+            self.conn.server.mark(self.conn)
+
+    def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        consumer = self.consumer
+        if consumer is None:
+            return
+        self.consumer = None
+        self.deliveries.clear()
+        consumer.link = _Gone
+        closes = closed or self.expiry_policy == "link-detach" or (
+            session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
+        core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)
+
+
+class _GoneLink:
+    """Stands in for a detached link so late callbacks find nothing to do."""
+
+    def send(self, consumer, ref) -> None:  # pragma: no cover - queue removes consumers first
+        raise RuntimeError("send on a detached link")
+
+    def queue_deleted(self, consumer) -> None:
+        pass
+
+
+_Gone = _GoneLink()

@@ -1,0 +1,100 @@
+"""The asyncio loop that runs the broker: the listener, the readiness line, signals and a
+graceful stop, and the once-per-turn dispatch + output flush.
+
+Everything runs on this one thread. The store's writer thread hands completions back with
+`loop.call_soon_threadsafe`; the core has no locks.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from .connection import Connection
+from .management import ManagementEndpoint
+
+log = logging.getLogger("hermod.server")
+
+
+class Server:
+    def __init__(self, broker, loop: asyncio.AbstractEventLoop):
+        self.broker = broker
+        self.loop = loop
+        self.connections: set[Connection] = set()
+        self.management = ManagementEndpoint(broker)
+        self.draining: set = set()  # consumer links that asked to drain their credit
+        self._marked: dict[Connection, None] = {}
+        self._flush_scheduled = False
+        self._listener: asyncio.base_events.Server | None = None
+        self._stopping = asyncio.Event()
+        broker.postoffice.after_dispatch.append(self.flush)
+
+    # -- output batching -----------------------------------------------------------------------
+    def mark(self, conn: Connection) -> None:
+        """This connection has output (or events) to write at the end of this turn."""
+        self._marked[conn] = None
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._turn)
+
+    def unmark(self, conn: Connection) -> None:
+        self._marked.pop(conn, None)
+
+    def _turn(self) -> None:
+        self._flush_scheduled = False
+        self.broker.postoffice.run_dispatch()  # also flushes, through after_dispatch
+
+    def flush(self) -> None:
+        if self.draining:
+            draining, self.draining = self.draining, set()
+            for link in draining:
+                link.drained()
+        while self._marked:
+            marked, self._marked = self._marked, {}
+            for conn in marked:
+                try:
+                    conn.flush()
+                except Exception:  # noqa: BLE001 - a broken socket must not stop the others
+                    log.exception("flush failed for %s", conn.peer)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._listener = await self.loop.create_server(lambda: Connection(self), host, port,
+                                                       reuse_address=True, backlog=1024)
+        sock = self._listener.sockets[0].getsockname()
+        return sock[0], sock[1]
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def serve_until_stopped(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.loop.add_signal_handler(sig, self.request_stop)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self._stopping.wait()
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop accepting, send every client an AMQP close, let the output go, then finish."""
+        if self._listener is not None:
+            self._listener.close()
+        for conn in list(self.connections):
+            conn.shutdown()
+        self.flush()
+        for _ in range(50):  # up to ~1 s for clients to read their close
+            if not any(c.socket and c.socket.get_write_buffer_size() for c in self.connections):
+                break
+            await asyncio.sleep(0.02)
+        for conn in list(self.connections):
+            if conn.socket is not None:
+                conn.socket.close()
+        await asyncio.sleep(0)
+        self.broker.close()
+
+
+def print_ready(host: str, port: int) -> None:
+    sys.stdout.write(f"hermod listening on amqp://{host}:{port}\n")
+    sys.stdout.flush()

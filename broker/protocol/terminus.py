@@ -1,0 +1,128 @@
+"""Turns a link's source or target, as the client wrote it, into a core request: capabilities,
+address prefixes, fully qualified queue names, subscription naming, filters.
+
+Reading the terminus goes through Proton's data objects: this is the cold path (once per attach).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import cproton
+from cproton_ffi import lib
+from proton._data import Described, dat2obj
+
+from ..core.address import split_fqqn
+from ..core.message import ANYCAST, MULTICAST
+
+SELECTOR_DESCRIPTORS = (0x0000468C00000004, "apache.org:selector-filter:string")
+NO_LOCAL_DESCRIPTORS = (0x0000468C00000003, "apache.org:no-local-filter:list")
+QUEUE_CAPABILITIES = {"queue": ANYCAST, "temporary-queue": ANYCAST,
+                      "topic": MULTICAST, "temporary-topic": MULTICAST}
+ALWAYS_PREFIXES = (("queue://", ANYCAST), ("topic://", MULTICAST))
+
+
+@dataclass(slots=True)
+class Terminus:
+    """A source or target as the peer sent it, in plain Python values."""
+
+    address: str | None
+    capabilities: list[str] = field(default_factory=list)
+    dynamic: bool = False
+    durable: bool = False
+    expiry_policy: str = "session-end"
+    distribution_mode: str | None = None
+    filters: dict = field(default_factory=dict)
+    coordinator: bool = False
+    present: bool = True
+
+
+_EXPIRY = {lib.PN_EXPIRE_WITH_LINK: "link-detach", lib.PN_EXPIRE_WITH_SESSION: "session-end",
+           lib.PN_EXPIRE_WITH_CONNECTION: "connection-close", lib.PN_EXPIRE_NEVER: "never"}
+_DISTRIBUTION = {lib.PN_DIST_MODE_COPY: "copy", lib.PN_DIST_MODE_MOVE: "move"}
+
+
+def read_terminus(t) -> Terminus:
+    kind = lib.pn_terminus_get_type(t)
+    caps = dat2obj(lib.pn_terminus_capabilities(t))
+    if caps is None:
+        caps = []
+    elif isinstance(caps, (str, bytes)):
+        caps = [caps]
+    filters = dat2obj(lib.pn_terminus_filter(t)) if kind == lib.PN_SOURCE else None
+    return Terminus(
+        address=cproton.pn_terminus_get_address(t),
+        capabilities=[str(c) for c in caps],
+        dynamic=bool(lib.pn_terminus_is_dynamic(t)),
+        durable=lib.pn_terminus_get_durability(t) != lib.PN_NONDURABLE,
+        expiry_policy=_EXPIRY.get(lib.pn_terminus_get_expiry_policy(t), "session-end"),
+        distribution_mode=_DISTRIBUTION.get(lib.pn_terminus_get_distribution_mode(t)),
+        filters=filters if isinstance(filters, dict) else {},
+        coordinator=kind == lib.PN_COORDINATOR,
+        present=kind != lib.PN_UNSPECIFIED,
+    )
+
+
+@dataclass(slots=True)
+class Name:
+    address: str
+    routing_type: str | None
+    queue: str | None
+
+
+def parse_name(raw: str, capabilities: list[str], anycast_prefixes: tuple[str, ...],
+               multicast_prefixes: tuple[str, ...]) -> Name:
+    """Routing type from the capability first, then the address prefix; `a::q` splits off a queue."""
+    rt = None
+    for cap in capabilities:
+        rt = QUEUE_CAPABILITIES.get(cap)
+        if rt is not None:
+            break
+    address = raw
+    prefixes = [(p, ANYCAST) for p in anycast_prefixes if p] + [(p, MULTICAST) for p in multicast_prefixes if p]
+    for prefix, prefix_rt in (*prefixes, *ALWAYS_PREFIXES):
+        if address.startswith(prefix):
+            address = address[len(prefix):]
+            rt = rt or prefix_rt
+            break
+    address, queue = split_fqqn(address)
+    return Name(address, rt, queue)
+
+
+def strip_consumer_priority(address: str) -> tuple[str, int | None]:
+    """`orders?consumer-priority=5` -> ("orders", 5)."""
+    base, sep, query = address.partition("?")
+    if not sep:
+        return address, None
+    priority = None
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "consumer-priority":
+            try:
+                priority = int(value)
+            except ValueError:
+                pass
+    return base, priority
+
+
+def subscription_queue_name(container_id: str | None, link_name: str, *, shared: bool,
+                            global_: bool, durable: bool) -> str:
+    """Artemis's default naming of a multicast subscription queue (amqp-mapping.md)."""
+    name = link_name
+    if shared:
+        name = name.split("|", 1)[0]
+    if container_id and not global_:
+        name = f"{container_id}.{name}"
+    if shared:
+        if not durable:
+            name += ":shared-volatile"
+        if global_:
+            name += ":global"
+    return name
+
+
+def find_filter(filters: dict, descriptors: tuple) -> tuple[object, object] | None:
+    """(key, described value) of the first filter with one of `descriptors`."""
+    for key, value in filters.items():
+        if isinstance(value, Described) and value.descriptor in descriptors:
+            return key, value
+    return None

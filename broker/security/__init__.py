@@ -1,0 +1,1 @@
+"""Users, password hashes, authentication and permission decisions (no Proton)."""

@@ -1,0 +1,1 @@
+"""Client-side tools behind `hermod producer`, `consumer`, `queue stat` and `perf`."""

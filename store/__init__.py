@@ -1,0 +1,59 @@
+"""Hermod's persistence: implements `broker.core.ports.Journal` on SQLite or PostgreSQL.
+
+    journal = open_journal(url, loop.call_soon_threadsafe)   # upgrades the schema first
+    recovered = journal.recover()
+    journal.submit([AddMessage(...), AddReference(...)], done)  # done(None) once committed
+    journal.close()
+
+`url` is `memory`, `sqlite:///PATH` or `postgresql+psycopg://USER@HOST:PORT/DB`. Every error
+raised here is a `StoreError` whose text is one line.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .errors import (
+    SchemaCorrupt,
+    SchemaError,
+    SchemaOutdated,
+    SchemaTooNew,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    StoreUnreachable,
+    UnknownQueue,
+)
+from .journal import MemoryJournal, SqlJournal
+from .stats import JournalStats
+
+__all__ = [
+    "JournalStats", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
+    "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreUnavailable",
+    "StoreUnreachable", "UnknownQueue", "open_journal",
+]
+
+
+def open_journal(url: str, post: Callable[..., object] | None, *,
+                 sqlite_synchronous: str = "FULL", fail_after_s: float = 30.0,
+                 ) -> SqlJournal | MemoryJournal:
+    """The journal for a store URL, its schema upgraded to head and checked.
+
+    `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
+    None calls completions directly on the writer thread. `sqlite_synchronous` is FULL (every
+    commit survives power loss) or NORMAL (see `store.engine`). `fail_after_s`: how long a unit
+    waits for an unreachable database before `done(StoreUnavailable)`.
+    Raises StoreError (one line) when the store is unreachable, corrupt or newer than this code.
+    """
+    from . import schema
+    from .engine import is_memory, make_engine
+
+    if is_memory(url):
+        return MemoryJournal(post)
+    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+    try:
+        schema.upgrade(engine)
+        schema.check(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return SqlJournal(engine, post, fail_after_s=fail_after_s)
