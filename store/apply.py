@@ -1,0 +1,234 @@
+"""Applying units of work to the database inside one transaction, with batched statements.
+
+Theory of operation. A group commit holds hundreds of units, typically "AddMessage,
+AddReference" from producers and "DeleteReference" from consumers. Executing them op by op would
+cost one round trip each, so message inserts, reference inserts, delivery-count updates and
+reference deletes are buffered and sent as one executemany each, in that fixed order, when the
+batch ends. The fixed order gives the same result as applying the ops one by one because:
+
+- a reference is inserted after its message and deleted after every insert;
+- a message whose last reference goes is deleted at the end of that unit, not at the delete
+  itself, so a move (delete on one queue, add on another, in one unit, either order) keeps it;
+- an op that would see a different result under the fixed order (adding a reference whose
+  delete or count update is already buffered, or to a message an earlier unit left without
+  references) first flushes the buffers, as does every operation on addresses and queues
+  (rare), which then runs on its own in sequence. DeleteQueue removes the messages only that
+  queue held at that point of its unit.
+
+Inserts are idempotent (ON CONFLICT DO NOTHING) and deletes are too, so replaying a batch whose
+commit outcome was lost with the connection does no harm.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from sqlalchemy import Connection, bindparam, delete, exists, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from broker.core.ports import (
+    AddMessage,
+    AddReference,
+    DeleteAddress,
+    DeleteQueue,
+    DeleteReference,
+    Operation,
+    PutAddress,
+    PutQueue,
+    SetDeliveryCount,
+)
+
+from .errors import StoreError, UnknownQueue
+from .models import addresses, message_refs, messages, queues
+
+_DELETED = -1  # a queue removed in the current transaction
+
+
+@dataclass(slots=True)
+class _Buffers:
+    messages: list[dict] = field(default_factory=list)
+    refs: list[dict] = field(default_factory=list)
+    counts: list[dict] = field(default_factory=list)
+    deletes: list[dict] = field(default_factory=list)
+    count_keys: set[tuple[int, int]] = field(default_factory=set)
+    delete_keys: set[tuple[int, int]] = field(default_factory=set)
+    # Messages that lost a reference: in the current unit / in units already ended. Only the
+    # latter are checked for "no reference left" (ordered sets).
+    unit_orphans: dict[int, None] = field(default_factory=dict)
+    orphans: dict[int, None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.messages or self.refs or self.counts or self.deletes or self.orphans)
+
+
+class Applier:
+    """Owned by the writer thread. Caches queue name -> id (committed state only)."""
+
+    def __init__(self, dialect: str) -> None:
+        upsert = pg_insert if dialect == "postgresql" else sqlite_insert
+        self._insert_message = upsert(messages).on_conflict_do_nothing(index_elements=["id"])
+        self._insert_ref = upsert(message_refs).on_conflict_do_nothing(
+            index_elements=["queue_id", "message_id"])
+        refs = message_refs.c
+        self._update_count = (
+            update(message_refs)
+            .where(refs.queue_id == bindparam("q"), refs.message_id == bindparam("m"))
+            .values(delivery_count=bindparam("n"))
+        )
+        self._delete_ref = delete(message_refs).where(
+            refs.queue_id == bindparam("q"), refs.message_id == bindparam("m"))
+        # The message goes with its last reference.
+        self._delete_orphan = delete(messages).where(
+            messages.c.id == bindparam("m"),
+            ~exists().where(refs.message_id == messages.c.id),
+        )
+        self._queue_ids: dict[str, int] = {}
+        self._txn_queue_ids: dict[str, int] = {}
+
+    # -- transaction bookkeeping ---------------------------------------------------------------
+
+    def committed(self) -> None:
+        for name, queue_id in self._txn_queue_ids.items():
+            if queue_id == _DELETED:
+                self._queue_ids.pop(name, None)
+            else:
+                self._queue_ids[name] = queue_id
+        self._txn_queue_ids.clear()
+
+    def rolled_back(self) -> None:
+        self._txn_queue_ids.clear()
+
+    def forget(self) -> None:
+        """Drop the cache (after a lost connection nothing cached is trusted)."""
+        self._queue_ids.clear()
+        self._txn_queue_ids.clear()
+
+    # -- applying ------------------------------------------------------------------------------
+
+    def apply(self, connection: Connection, units: Iterable[Sequence[Operation]]) -> int:
+        """Apply the units' ops in the caller's transaction; returns the number of ops."""
+        buffers = _Buffers()
+        count = 0
+        for ops in units:
+            for op in ops:
+                count += 1
+                self._buffer(connection, buffers, op)
+            if buffers.unit_orphans:
+                buffers.orphans.update(buffers.unit_orphans)
+                buffers.unit_orphans.clear()
+        self._flush(connection, buffers)
+        return count
+
+    def _buffer(self, connection: Connection, b: _Buffers, op: Operation) -> None:
+        kind = type(op)
+        if kind is AddMessage:
+            m = op.message
+            if m.id in b.orphans:
+                self._flush(connection, b)
+            b.messages.append({
+                "id": m.id, "address": m.address, "encoded": m.encoded,
+                "routing_type": m.routing_type, "priority": m.priority,
+                "expiration": m.expiration, "scheduled_time": m.scheduled_time,
+                "arrival": m.arrival,
+            })
+        elif kind is AddReference:
+            queue_id = self._queue_id(connection, op.queue)
+            if queue_id is None:
+                raise UnknownQueue(f"no queue {op.queue!r} in the store for message {op.message_id}")
+            key = (queue_id, op.message_id)
+            if key in b.delete_keys or key in b.count_keys or op.message_id in b.orphans:
+                self._flush(connection, b)
+            b.refs.append({"queue_id": queue_id, "message_id": op.message_id,
+                           "delivery_count": op.delivery_count})
+        elif kind is DeleteReference:
+            queue_id = self._queue_id(connection, op.queue)
+            if queue_id is not None:  # an ack after its queue was deleted: nothing left to do
+                b.deletes.append({"q": queue_id, "m": op.message_id})
+                b.delete_keys.add((queue_id, op.message_id))
+                b.unit_orphans[op.message_id] = None
+        elif kind is SetDeliveryCount:
+            queue_id = self._queue_id(connection, op.queue)
+            if queue_id is not None:
+                b.counts.append({"q": queue_id, "m": op.message_id, "n": op.delivery_count})
+                b.count_keys.add((queue_id, op.message_id))
+        else:
+            self._flush(connection, b)
+            self._structural(connection, op)
+
+    def _flush(self, connection: Connection, b: _Buffers) -> None:
+        if not b:
+            return
+        if b.messages:
+            connection.execute(self._insert_message, b.messages)
+        if b.refs:
+            connection.execute(self._insert_ref, b.refs)
+        if b.counts:
+            connection.execute(self._update_count, b.counts)
+        if b.deletes:
+            connection.execute(self._delete_ref, b.deletes)
+        if b.orphans:
+            connection.execute(self._delete_orphan, [{"m": i} for i in b.orphans])
+        b.messages, b.refs, b.counts, b.deletes = [], [], [], []
+        b.count_keys.clear()
+        b.delete_keys.clear()
+        b.orphans.clear()
+
+    def _structural(self, connection: Connection, op: Operation) -> None:
+        kind = type(op)
+        if kind is PutAddress:
+            a = op.address
+            values = {"anycast": "anycast" in a.routing_types,
+                      "multicast": "multicast" in a.routing_types,
+                      "auto_created": a.auto_created}
+            changed = connection.execute(
+                update(addresses).where(addresses.c.name == a.name).values(**values)).rowcount
+            if not changed:
+                connection.execute(insert(addresses).values(name=a.name, **values))
+        elif kind is DeleteAddress:
+            connection.execute(delete(addresses).where(addresses.c.name == op.name))
+        elif kind is PutQueue:
+            q = op.queue
+            values = {"address": q.address, "routing_type": q.routing_type, "filter": q.filter,
+                      "max_consumers": q.max_consumers, "exclusive": q.exclusive,
+                      "last_value_key": q.last_value_key, "auto_created": q.auto_created,
+                      "purpose": q.purpose, "extra": dict(q.extra)}
+            queue_id = self._queue_id(connection, q.name)
+            if queue_id is not None:
+                connection.execute(update(queues).where(queues.c.id == queue_id).values(**values))
+            else:
+                queue_id = connection.execute(
+                    insert(queues).values(name=q.name, **values).returning(queues.c.id)
+                ).scalar_one()
+                self._txn_queue_ids[q.name] = queue_id
+        elif kind is DeleteQueue:
+            queue_id = self._queue_id(connection, op.name)
+            if queue_id is None:
+                return
+            refs = message_refs.c
+            # Messages only this queue references go with it; shared ones stay.
+            connection.execute(delete(messages).where(
+                messages.c.id.in_(select(refs.message_id).where(refs.queue_id == queue_id)),
+                ~exists().where(refs.message_id == messages.c.id, refs.queue_id != queue_id),
+            ))
+            connection.execute(delete(message_refs).where(refs.queue_id == queue_id))
+            connection.execute(delete(queues).where(queues.c.id == queue_id))
+            self._txn_queue_ids[op.name] = _DELETED
+        else:
+            raise StoreError(f"unknown store operation {kind.__name__}")
+
+    def queue_id(self, connection: Connection, name: str) -> int | None:
+        """The id of a queue as this transaction sees it (None: no such queue)."""
+        return self._queue_id(connection, name)
+
+    def _queue_id(self, connection: Connection, name: str) -> int | None:
+        queue_id = self._txn_queue_ids.get(name)
+        if queue_id is None:
+            queue_id = self._queue_ids.get(name)
+        if queue_id is None:
+            queue_id = connection.execute(
+                select(queues.c.id).where(queues.c.name == name)).scalar()
+            if queue_id is not None:
+                # Not touched by this transaction, so this is committed state.
+                self._queue_ids[name] = queue_id
+        return None if queue_id == _DELETED else queue_id

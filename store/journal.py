@@ -1,0 +1,383 @@
+"""The write-behind journal: `core.ports.Journal` on SQLAlchemy, and the in-memory stand-in.
+
+Theory of operation (SqlJournal). `submit()` appends the unit to a pending list under a lock and
+returns; it never touches the database. One writer thread takes everything pending at once and
+commits the leading run of units in ONE transaction (group commit: while a commit is being made
+durable, the next batch accumulates), then hands the completions to the reactor through `post`
+as a single callback that calls each unit's `done(None)` in submission order. Page reads go
+through the same queue, so a read sees exactly the units submitted before it.
+
+Faults. A unit's own fault (an AddReference to a queue that is not in the store, a constraint
+violated) fails that unit only: the batch is replayed one unit per transaction and the faulty
+unit gets `done(error)`. A database that cannot be reached (PostgreSQL stopped, SQLite locked)
+fails nothing at first: the writer retries the same batch with exponential backoff, logging one
+warning per outage, while producers keep waiting and new units queue up behind in order. A unit
+that has waited `fail_after_s` since it was submitted gets `done(StoreUnavailable)` (nothing of
+it was applied) so the broker can reject it clearly; later units keep waiting, and everything
+resumes when the database is back. Page reads have no error channel in the port: they wait for
+the database for as long as the journal is open, and get an empty page once it is closing.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from broker.core.ports import Operation, Recovered, StoredReference
+
+from . import recovery
+from .apply import Applier
+from .engine import display_url
+from .errors import StoreClosed, StoreError, StoreUnavailable, one_line
+from .stats import JournalStats, StatsCounter
+
+log = logging.getLogger(__name__)
+
+Done = Callable[[BaseException | None], None]
+PageDone = Callable[[list[StoredReference]], None]
+# `loop.call_soon_threadsafe` or anything with its shape: post(callback, *args).
+Post = Callable[..., object]
+
+
+@dataclass(slots=True)
+class _Unit:
+    ops: Sequence[Operation]
+    done: Done | None
+    submitted: float  # time.monotonic()
+
+
+@dataclass(slots=True)
+class _Read:
+    queue: str
+    after: int
+    limit: int
+    done: PageDone
+
+
+class _Unreachable(Exception):
+    """The database could not be reached; the work is intact and may be retried."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(one_line(cause))
+        self.cause = cause
+
+
+class SqlJournal:
+    """Durable journal on SQLite or PostgreSQL (see the module docstring)."""
+
+    durable = True
+
+    def __init__(self, engine: Engine, post: Post | None = None, *,
+                 fail_after_s: float = 30.0, retry_initial_s: float = 0.05,
+                 retry_max_s: float = 2.0, max_batch_ops: int = 20_000) -> None:
+        self._engine = engine
+        self._post = post
+        self.fail_after_s = fail_after_s
+        self._retry_initial_s = retry_initial_s
+        self._retry_max_s = retry_max_s
+        self._max_batch_ops = max_batch_ops
+        self._where = display_url(engine.url)
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._applier = Applier(engine.dialect.name)
+        self._stats = StatsCounter()
+        self._cond = threading.Condition(threading.Lock())
+        self._pending: list[_Unit | _Read] = []
+        self._closing = False
+        self._closed = False
+        self._connection: Connection | None = None
+        self._outage_since: float | None = None
+        self._thread = threading.Thread(target=self._run, name="hermod-store-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    # -- the port ------------------------------------------------------------------------------
+
+    def recover(self, *, window: int | None = None) -> Recovered:
+        """Everything stored, in order (blocks; called once before serving). `window`, an
+        extension of the port: at most that many references per queue, for paging."""
+        return recovery.recover(self._engine, window=window)
+
+    def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
+        unit = _Unit(ops, done, time.monotonic())
+        with self._cond:
+            if self._closing:
+                raise StoreClosed("the store is closed")
+            self._pending.append(unit)
+            self._cond.notify()
+
+    def read_page(self, queue: str, after_message_id: int, limit: int, done: PageDone) -> None:
+        with self._cond:
+            if self._closing:
+                raise StoreClosed("the store is closed")
+            self._pending.append(_Read(queue, after_message_id, limit, done))
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Commit (or, with the database away, expire) everything submitted, deliver every
+        completion, stop the writer, release the database. Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        self._drop_connection()
+        self._engine.dispose()
+        self._closed = True
+
+    # -- extensions ----------------------------------------------------------------------------
+
+    def stats(self) -> JournalStats:
+        return self._stats.snapshot()
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    # -- the writer thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        work: deque[_Unit | _Read] = deque()
+        delay = self._retry_initial_s
+        while True:
+            with self._cond:
+                while not self._pending and not work and not self._closing:
+                    self._cond.wait()
+                work.extend(self._pending)
+                self._pending.clear()
+                closing = self._closing
+            if not work:
+                if closing:
+                    return
+                continue
+            try:
+                if isinstance(work[0], _Read):
+                    self._read(work[0])
+                    work.popleft()
+                else:
+                    self._write(work)
+            except _Unreachable as error:
+                if self._read_given_up(work, closing):
+                    continue
+                self._outage(error, work)
+                time.sleep(delay)
+                delay = min(delay * 2, self._retry_max_s)
+                continue
+            except Exception:  # a bug: never let the writer die with producers waiting
+                log.exception("store writer: unexpected error")
+                self._fail_head(work)
+            if self._outage_since is not None:
+                log.warning("store %s reachable again after %.1f s", self._where,
+                            time.monotonic() - self._outage_since)
+                self._outage_since = None
+            delay = self._retry_initial_s
+
+    def _write(self, work: deque[_Unit | _Read]) -> None:
+        batch: list[_Unit] = []
+        ops = 0
+        for item in work:
+            if not isinstance(item, _Unit) or (batch and ops + len(item.ops) > self._max_batch_ops):
+                break
+            batch.append(item)
+            ops += len(item.ops)
+        try:
+            self._commit(batch, ops)
+        except _Unreachable:
+            raise
+        except Exception as error:
+            if len(batch) == 1:
+                self._complete(work, 1, error)
+                return
+            # Find the faulty units: one transaction per unit, in order.
+            log.debug("store batch of %d units failed (%s); applying one by one",
+                      len(batch), one_line(error))
+            for unit in batch:
+                try:
+                    self._commit([unit], len(unit.ops))
+                except _Unreachable:
+                    raise
+                except Exception as unit_error:
+                    self._complete(work, 1, unit_error)
+                else:
+                    self._complete(work, 1, None)
+            return
+        self._complete(work, len(batch), None)
+
+    def _commit(self, batch: list[_Unit], ops: int) -> None:
+        started = time.perf_counter()
+        try:
+            connection = self._connect()
+            with connection.begin():
+                self._applier.apply(connection, (unit.ops for unit in batch))
+        except Exception as error:
+            self._applier.rolled_back()
+            self._raise_if_unreachable(error)
+            if isinstance(error, StoreError):
+                raise
+            raise StoreError(f"store {self._where}: {_cause(error)}") from error
+        self._applier.committed()
+        self._stats.commit(len(batch), ops, time.perf_counter() - started)
+
+    def _read(self, read: _Read) -> None:
+        try:
+            connection = self._connect()
+            with connection.begin():
+                queue_id = self._applier.queue_id(connection, read.queue)
+                page = ([] if queue_id is None or read.limit <= 0 else
+                        recovery.read_page(connection, queue_id, read.after, read.limit))
+        except Exception as error:
+            self._raise_if_unreachable(error)
+            log.error("store %s: page read of %s failed: %s", self._where, read.queue,
+                      _cause(error))
+            page = []
+        self._stats.add("pages_read")
+        self._deliver([(read.done, page)])
+
+    def _read_given_up(self, work: deque, closing: bool) -> bool:
+        """While closing, a read that cannot be served is answered with an empty page."""
+        if closing and work and isinstance(work[0], _Read):
+            read = work.popleft()
+            self._deliver([(read.done, [])])
+            return True
+        return False
+
+    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read]) -> None:
+        now = time.monotonic()
+        self._stats.add("retries")
+        if self._outage_since is None:
+            self._outage_since = now
+            self._stats.add("outages")
+            log.warning("store %s unreachable (%s); retrying, durable work waits "
+                        "(rejected after %.0f s)", self._where, error, self.fail_after_s)
+        # Units that waited too long fail, oldest first; the rest keep their places.
+        expired = [item for item in work
+                   if isinstance(item, _Unit) and now - item.submitted >= self.fail_after_s]
+        if not expired:
+            return
+        gone = {id(unit) for unit in expired}
+        keep = [item for item in work if id(item) not in gone]
+        work.clear()
+        work.extend(keep)
+        failure = StoreUnavailable(f"store {self._where} unreachable for more than "
+                                   f"{self.fail_after_s:g} s: {error}")
+        self._stats.add("expired_units", len(expired))
+        self._deliver([(unit.done, failure) for unit in expired if unit.done is not None])
+
+    def _fail_head(self, work: deque[_Unit | _Read]) -> None:
+        item = work.popleft()
+        if isinstance(item, _Unit):
+            self._stats.add("failed_units")
+            if item.done is not None:
+                self._deliver([(item.done, StoreError("store writer failed on this unit"))])
+        else:
+            self._deliver([(item.done, [])])
+
+    def _complete(self, work: deque, count: int, error: BaseException | None) -> None:
+        calls = []
+        for _ in range(count):
+            unit = work.popleft()
+            if unit.done is not None:
+                calls.append((unit.done, error))
+        if error is not None:
+            self._stats.add("failed_units", count)
+            log.warning("store unit failed: %s", one_line(error))
+        self._deliver(calls)
+
+    def _deliver(self, calls: list[tuple[Callable, object]]) -> None:
+        if not calls:
+            return
+        if self._post is None:
+            _call_all(calls)
+            return
+        try:
+            self._post(_call_all, calls)
+        except Exception:  # the loop is gone (broker stopping): nobody is waiting any more
+            log.debug("store: could not post %d completions", len(calls), exc_info=True)
+
+    # -- connection ----------------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        if self._connection is None:
+            self._connection = self._engine.connect()
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.invalidate()
+                connection.close()
+            except Exception:
+                pass
+        self._applier.forget()
+
+    def _raise_if_unreachable(self, error: BaseException) -> None:
+        if _unreachable(error, self._sqlite):
+            self._drop_connection()
+            raise _Unreachable(error) from error
+
+
+def _unreachable(error: BaseException, sqlite: bool) -> bool:
+    if isinstance(error, DBAPIError):
+        if error.connection_invalidated:
+            return True
+        if sqlite:
+            text = str(error.orig).lower()
+            return isinstance(error, OperationalError) and any(
+                word in text for word in ("locked", "busy", "disk i/o", "unable to open"))
+        return isinstance(error, (OperationalError, InterfaceError))
+    return isinstance(error, (ConnectionError, TimeoutError))
+
+
+def _cause(error: BaseException) -> str:
+    if isinstance(error, DBAPIError) and error.orig is not None:
+        return one_line(error.orig)
+    return one_line(error)
+
+
+def _call_all(calls: list[tuple[Callable, object]]) -> None:
+    """Runs on the reactor thread: each completion in order; one failing does not stop the rest."""
+    for done, argument in calls:
+        try:
+            done(argument)
+        except Exception:
+            log.exception("store completion callback failed")
+
+
+class MemoryJournal:
+    """`memory` store: nothing is persisted, completions come back at once."""
+
+    durable = False
+
+    def __init__(self, post: Post | None = None) -> None:
+        self._post = post
+        self._stats = StatsCounter()
+
+    def recover(self, *, window: int | None = None) -> Recovered:
+        return Recovered(addresses=[], queues=[], references={}, next_message_id=1)
+
+    def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
+        self._stats.commit(1, len(ops), 0.0)
+        if done is not None:
+            self._call(done, None)
+
+    def read_page(self, queue: str, after_message_id: int, limit: int, done: PageDone) -> None:
+        self._call(done, [])
+
+    def close(self) -> None:
+        pass
+
+    def stats(self) -> JournalStats:
+        return self._stats.snapshot()
+
+    def _call(self, done: Callable, argument: object) -> None:
+        if self._post is None:
+            done(argument)
+        else:
+            self._post(done, argument)

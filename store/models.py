@@ -1,0 +1,122 @@
+"""The store's tables as typed SQLAlchemy 2.x models. No logic lives here.
+
+A message is stored once (`messages`), whatever the number of queues it is on; each queue that
+holds it has one row in `message_refs` with its own delivery count. The primary key of
+`message_refs` is (queue_id, message_id), so a queue's references come back in message id order
+(the order the broker assigned) straight from the index, which is what recovery and paging read.
+
+Changing anything here needs a new revision in `migrations/versions/`; a test compares these
+models with the migrated schema on SQLite and PostgreSQL and fails on any difference.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Constraint names are part of the schema: batch migrations on SQLite recreate tables and can
+# only drop or alter a constraint that has a stable name.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# Broker-assigned 64-bit ids. On SQLite an INTEGER PRIMARY KEY is the rowid itself (no second
+# index); BIGINT would not be, so the SQLite variant is INTEGER (also 64-bit there).
+MessageId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+
+class AddressRow(Base):
+    __tablename__ = "addresses"
+
+    name: Mapped[str] = mapped_column(String, primary_key=True)
+    anycast: Mapped[bool] = mapped_column(Boolean)
+    multicast: Mapped[bool] = mapped_column(Boolean)
+    auto_created: Mapped[bool] = mapped_column(Boolean)
+
+
+class QueueRow(Base):
+    """Every attribute of `ports.QueueRecord`. The integer id keeps reference rows small."""
+
+    __tablename__ = "queues"
+    __table_args__ = (
+        CheckConstraint("routing_type IN ('anycast', 'multicast')", name="routing_type"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String, unique=True)
+    # No foreign key to addresses: the core owns the order in which it records addresses and
+    # queues, and recovery hands both back as they are.
+    address: Mapped[str] = mapped_column(String, index=True)
+    routing_type: Mapped[str] = mapped_column(String(16))
+    filter: Mapped[str | None] = mapped_column(Text)
+    max_consumers: Mapped[int] = mapped_column(Integer)
+    exclusive: Mapped[bool] = mapped_column(Boolean)
+    last_value_key: Mapped[str | None] = mapped_column(String)
+    auto_created: Mapped[bool] = mapped_column(Boolean)
+    purpose: Mapped[str] = mapped_column(String(32))
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class MessageRow(Base):
+    """A durable message: its encoded AMQP sections plus the fields recovery needs."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(MessageId, primary_key=True, autoincrement=False)
+    address: Mapped[str] = mapped_column(String)
+    routing_type: Mapped[str | None] = mapped_column(String(16))
+    priority: Mapped[int] = mapped_column(SmallInteger)
+    expiration: Mapped[int] = mapped_column(BigInteger)  # epoch ms, 0 = never
+    scheduled_time: Mapped[int] = mapped_column(BigInteger)  # epoch ms, 0 = now
+    arrival: Mapped[int] = mapped_column(BigInteger)  # epoch ms
+    encoded: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class MessageRefRow(Base):
+    """One message on one queue."""
+
+    __tablename__ = "message_refs"
+    __table_args__ = (
+        # "Is this message still referenced?" after an acknowledgement.
+        Index("ix_message_refs_message_id", "message_id"),
+        # The composite primary key is the only index needed for paging: no rowid on SQLite.
+        {"sqlite_with_rowid": False},
+    )
+
+    queue_id: Mapped[int] = mapped_column(
+        ForeignKey("queues.id", ondelete="CASCADE"), primary_key=True
+    )
+    message_id: Mapped[int] = mapped_column(
+        MessageId, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    delivery_count: Mapped[int] = mapped_column(Integer)
+
+
+addresses = AddressRow.__table__
+queues = QueueRow.__table__
+messages = MessageRow.__table__
+message_refs = MessageRefRow.__table__

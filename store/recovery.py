@@ -1,0 +1,95 @@
+"""Reading the store back: everything at start (`recover`) and one page of a queue later.
+
+Both return references in queue order, which is ascending message id: the broker assigns ids in
+arrival order, and the primary key of `message_refs` (queue_id, message_id) serves the order
+without a sort.
+"""
+from __future__ import annotations
+
+from sqlalchemy import Connection, Engine, func, select
+
+from broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
+
+from .models import addresses, message_refs, messages, queues
+
+_MESSAGE_COLUMNS = (
+    messages.c.id, messages.c.address, messages.c.encoded, messages.c.routing_type,
+    messages.c.priority, messages.c.expiration, messages.c.scheduled_time, messages.c.arrival,
+)
+
+
+def recover(engine: Engine, *, window: int | None = None) -> Recovered:
+    """Addresses, queues and each queue's references in order; `next_message_id` after the
+    highest stored message id. With `window`, at most that many references per queue are
+    returned (the rest stay in the store for `read_page`)."""
+    with engine.connect() as connection:
+        address_records = [
+            AddressRecord(
+                name=row.name,
+                routing_types=frozenset(
+                    kind for kind, on in (("anycast", row.anycast), ("multicast", row.multicast))
+                    if on),
+                auto_created=row.auto_created,
+            )
+            for row in connection.execute(select(addresses).order_by(addresses.c.name))
+        ]
+        queue_rows = list(connection.execute(select(queues).order_by(queues.c.id)))
+        queue_records = [queue_record(row) for row in queue_rows]
+        references: dict[str, list[StoredReference]] = {}
+        for row in queue_rows:
+            references[row.name] = _references(connection, row.id, 0, window)
+        highest = connection.execute(select(func.max(messages.c.id))).scalar()
+    return Recovered(
+        addresses=address_records,
+        queues=queue_records,
+        references=references,
+        next_message_id=(highest or 0) + 1,
+    )
+
+
+def read_page(connection: Connection, queue_id: int, after_message_id: int,
+              limit: int) -> list[StoredReference]:
+    return _references(connection, queue_id, after_message_id, limit)
+
+
+def queue_record(row) -> QueueRecord:
+    return QueueRecord(
+        name=row.name,
+        address=row.address,
+        routing_type=row.routing_type,
+        filter=row.filter,
+        max_consumers=row.max_consumers,
+        exclusive=row.exclusive,
+        last_value_key=row.last_value_key,
+        auto_created=row.auto_created,
+        purpose=row.purpose,
+        extra=dict(row.extra or {}),
+    )
+
+
+def _references(connection: Connection, queue_id: int, after: int,
+                limit: int | None) -> list[StoredReference]:
+    query = (
+        select(message_refs.c.delivery_count, *_MESSAGE_COLUMNS)
+        .join(messages, messages.c.id == message_refs.c.message_id)
+        .where(message_refs.c.queue_id == queue_id, message_refs.c.message_id > after)
+        .order_by(message_refs.c.message_id)
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return [
+        StoredReference(
+            message=MessageRecord(
+                id=row.id,
+                address=row.address,
+                encoded=bytes(row.encoded),
+                routing_type=row.routing_type,
+                priority=row.priority,
+                expiration=row.expiration,
+                scheduled_time=row.scheduled_time,
+                arrival=row.arrival,
+            ),
+            delivery_count=row.delivery_count,
+        )
+        for row in connection.execute(query)
+    ]
