@@ -70,7 +70,10 @@ class PostOffice:
             dirty, self._dirty = self._dirty, {}
             for queue in dirty:
                 if not queue.deleted:
-                    queue.dispatch()
+                    try:
+                        queue.dispatch()
+                    except Exception:  # noqa: BLE001 - one queue's fault must not stop the rest
+                        log.exception("dispatch failed on queue %s", queue.name)
         for hook in self.after_dispatch:
             hook()
 

@@ -314,15 +314,19 @@ class ConsumerLink:
 
     def _attach_existing_subscription(self, remote) -> ConsumerLink:
         """No source: look up a durable subscription by link name (JMS re-subscribe lookup)."""
-        desired = dat2obj(lib.pn_link_remote_desired_capabilities(self.link)) or []
-        desired = [str(c) for c in (desired if isinstance(desired, (list, tuple)) else [desired])]
-        global_ = "global" in desired
-        shared = "|" in self.name or "shared" in desired
-        queue_name = subscription_queue_name(self.conn.container_id, self.name, shared=shared,
-                                             global_=global_, durable=True)
+        # Artemis reads `global` from the link's desired capabilities, which this Proton binding
+        # does not expose: try the client-id name first, then the global one.
+        shared = "|" in self.name
         po = self.broker.postoffice
-        queue = po.queues.get(queue_name)
-        if queue is None or queue.purpose != "subscription":
+        queue = None
+        for global_ in (False, True):
+            queue_name = subscription_queue_name(self.conn.container_id, self.name, shared=shared,
+                                                 global_=global_, durable=True)
+            queue = po.queues.get(queue_name)
+            if queue is not None and queue.purpose == "subscription":
+                break
+            queue = None
+        if queue is None:
             raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
         self.consumer = core_links._attach(queue, req, self, self.conn, selector_on_queue=True)

@@ -34,7 +34,7 @@ class ManagementEndpoint:
         response = ProtonMessage(body=body, correlation_id=request.id or request.correlation_id,
                                  properties={"status": status, **({"error": error} if error else {})})
         response.address = reply_to
-        encoded = response.encode()
+        encoded = bytes(response.encode())
         po = self.broker.postoffice
         reply = Message(encoded, codec.Envelope(encoded), reply_to, ANYCAST, None, int(time.time() * 1000))
         po.post(reply, po.route(reply, reply_to, None), None)
