@@ -60,6 +60,7 @@ class Connection:
         self.writing_paused = False
         self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
         self.container_id: str | None = None
+        self.opened = False
         self._tick_handle = None
         self._tick_deadline = 0
         self.conn = lib.pn_connection()
@@ -83,6 +84,10 @@ class Connection:
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_transport_bind(t, self.conn)
         self.server.connections.add(self)
+        # Proton's idle timeout only runs once the AMQP open is exchanged: a peer that stalls in
+        # the protocol header or SASL would otherwise hold the socket for ever.
+        self._tick_handle = self.server.loop.call_later(cfg.idle_timeout_s if cfg.idle_timeout_s > 0 else 30.0,
+                                                        self._handshake_deadline)
         log.debug("connection from %s", self.peer)
 
     def data_received(self, data: bytes) -> None:
@@ -200,6 +205,7 @@ class Connection:
             self._detach_links(lambda link: True, session_end=True)
 
     def _on_open(self) -> None:
+        self.opened = True
         c = self.conn
         self.container_id = cproton.pn_connection_remote_container(c)
         cproton.pn_connection_set_container(c, self.broker.container_id)
@@ -253,11 +259,19 @@ class Connection:
             lib.pn_transport_pop(t, n)
         self._arm_tick()
 
+    def _handshake_deadline(self) -> None:
+        self._tick_handle = None
+        if not self.closed and not self.opened:
+            log.info("connection %s did not open in time; dropping it", self.peer)
+            self.socket.close()
+        else:
+            self._arm_tick()
+
     def _arm_tick(self) -> None:
         loop = self.server.loop
         now = int(loop.time() * 1000)
         deadline = lib.pn_transport_tick(self.transport, now)
-        if deadline and deadline != self._tick_deadline:
+        if deadline and deadline != self._tick_deadline and self.opened:
             if self._tick_handle is not None:
                 self._tick_handle.cancel()
             self._tick_deadline = deadline

@@ -69,7 +69,8 @@ def receive_bodies(receiver, n: int, timeout: float = TIMEOUT, settle: bool = Tr
         m = receiver.receive(timeout=timeout)
         if settle:
             receiver.accept()
-        out.append(m.body)
+        body = m.body
+        out.append(bytes(body) if isinstance(body, memoryview) else body)
     return out
 
 
