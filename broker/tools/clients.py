@@ -65,7 +65,7 @@ def consume(url: str, address: str, count: int, selector: str | None = None, top
             got += 1
             if not quiet:
                 body = msg.body
-                text = body.decode(errors="replace") if isinstance(body, (bytes, memoryview)) else body
+                text = bytes(body).decode(errors="replace") if isinstance(body, (bytes, memoryview)) else body
                 print(f"{got}: {str(text)[:80]}")
         if durable:
             receiver.detach()  # keep the subscription for the next run
