@@ -98,6 +98,7 @@ async def _run(cfg: config_mod.Config) -> int:
         if e.errno == errno.EADDRINUSE:
             raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
         raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+    server.install_signal_handlers()
     print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
     await server.serve_until_stopped()
     return 0

@@ -68,12 +68,15 @@ class Server:
     def request_stop(self) -> None:
         self._stopping.set()
 
-    async def serve_until_stopped(self) -> None:
+    def install_signal_handlers(self) -> None:
+        """Before the readiness line: a SIGTERM right after it must still stop gracefully."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self.loop.add_signal_handler(sig, self.request_stop)
             except (NotImplementedError, RuntimeError):
                 pass
+
+    async def serve_until_stopped(self) -> None:
         await self._stopping.wait()
         await self.stop()
 

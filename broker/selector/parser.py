@@ -360,8 +360,10 @@ def parse(text: str) -> Parsed:
         raise SelectorError(rejected.message, rejected.position) from None
     except UnexpectedToken as error:
         token = error.token
-        if token.type != "$END" and text.startswith("/*", token.start_pos):
-            raise SelectorError("unterminated comment", token.start_pos) from None
+        if token.type in ("SLASH", "STAR"):  # `/*` lexes as two operators when unterminated
+            start = token.start_pos - (token.type == "STAR")
+            if text.startswith("/*", start):
+                raise SelectorError("unterminated comment", start) from None
         if token.type == "$END":
             raise _syntax_error(text, len(text), error.expected, None) from None
         raise _syntax_error(text, token.start_pos, error.expected, str(token)) from None

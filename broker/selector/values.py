@@ -139,8 +139,8 @@ def to_double(n) -> float:
         return n
     try:
         return float(n)
-    except OverflowError:
-        return math.copysign(math.inf, n)
+    except OverflowError:  # an int beyond the double range: infinity, as BigDecimal.doubleValue
+        return math.inf if n > 0 else -math.inf
 
 
 def number(value, convert: bool):
