@@ -103,6 +103,8 @@ class Queue:
         self.extra = extra or {}
         self.messages: deque[Ref] = deque()
         self.consumers: list[Consumer] = []
+        self._plain = True
+        self._browsers = False
         self._turn = 0
         self.delivering = 0
         self.added = 0
@@ -151,6 +153,12 @@ class Queue:
             consumer.snapshot = deque(self.messages)
         self.consumers.append(consumer)
         self.ever_consumed = True
+        self._consumers_changed()
+
+    def _consumers_changed(self) -> None:
+        # Dispatch takes the fast path only when every consumer takes every message.
+        self._plain = not any(c.selector is not None or c.browser for c in self.consumers)
+        self._browsers = any(c.browser for c in self.consumers)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """The consumer's unsettled messages go back to the queue in their original order."""
@@ -158,6 +166,7 @@ class Queue:
             self.consumers.remove(consumer)
         except ValueError:
             return
+        self._consumers_changed()
         back = list(consumer.in_flight)
         consumer.in_flight.clear()
         for ref in back:
@@ -173,13 +182,14 @@ class Queue:
         if not consumers:
             return
         if self.messages:
-            if len(consumers) == 1 or not any(c.selector or c.browser for c in consumers):
+            if self._plain:
                 self._dispatch_simple(consumers)
             else:
                 self._dispatch_scan(consumers)
-        for c in consumers:
-            if c.browser and c.snapshot:
-                self._browse(c)
+        if self._browsers:
+            for c in consumers:
+                if c.browser and c.snapshot:
+                    self._browse(c)
 
     def _next_ready(self, consumers: list[Consumer]) -> Consumer | None:
         n = len(consumers)
