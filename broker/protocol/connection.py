@@ -41,7 +41,6 @@ _LINK_REMOTE_OPEN = E.PN_LINK_REMOTE_OPEN
 _LINK_REMOTE_CLOSE = E.PN_LINK_REMOTE_CLOSE
 _LINK_REMOTE_DETACH = E.PN_LINK_REMOTE_DETACH
 _LINK_FLOW = E.PN_LINK_FLOW
-_LINK_FINAL = E.PN_LINK_FINAL
 _DELIVERY = E.PN_DELIVERY
 _TRANSPORT_ERROR = E.PN_TRANSPORT_ERROR
 _TRANSPORT_CLOSED = E.PN_TRANSPORT_CLOSED
@@ -186,8 +185,9 @@ class Connection:
                 handler.on_detach(closed=closed)
             if lib.pn_link_state(link) & lib.PN_LOCAL_ACTIVE:
                 (lib.pn_link_close if closed else lib.pn_link_detach)(link)
-        elif kind == _LINK_FINAL:
-            pass
+            # Free the engine's link (and its deliveries) once both ends are done with it, or a
+            # long-lived connection that opens and closes links would grow without bound.
+            lib.pn_link_free(link)
         elif kind == _SESSION_REMOTE_CLOSE:
             s = lib.pn_event_session(ev)
             self._detach_links(lambda link: lib.pn_link_session(link) == s, session_end=True)

@@ -76,7 +76,7 @@ class ProducerLink:
     """A link the client sends messages on."""
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "_buf", "_buf_size", "max_size",
-                 "container_id", "name", "temporary")
+                 "container_id", "name", "temporary", "active")
 
     def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
         self.conn = conn
@@ -90,6 +90,7 @@ class ProducerLink:
         self.container_id = conn.container_id
         self.name = cproton.pn_link_name(link)
         self.temporary = target.temporary
+        self.active = True  # False once detached: late store completions must not touch the link
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ProducerLink | None:
@@ -190,7 +191,7 @@ class ProducerLink:
             return
 
         def done(error: BaseException | None) -> None:
-            if self.conn.closed:
+            if not self.active:
                 return
             if error is None:
                 lib.pn_delivery_update(d, PN_ACCEPTED)
@@ -226,6 +227,7 @@ class ProducerLink:
         pass
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        self.active = False
         if self.temporary and self.target.address:
             po = self.postoffice
             if self.target.address in po.queues:
@@ -239,7 +241,7 @@ class ConsumerLink:
     """A link the client receives messages on; the core's queue calls `send`."""
 
     __slots__ = ("conn", "link", "consumer", "broker", "presettled", "deliveries", "_tag", "_tag_n",
-                 "expiry_policy", "browser", "durable_subscription", "name")
+                 "active", "expiry_policy", "browser", "durable_subscription", "name")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -248,6 +250,7 @@ class ConsumerLink:
         self.consumer = None
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
+        self.active = True  # False once detached: late store completions must not touch the link
         self._tag = ffi.new("char[]", 8)
         self._tag_n = 0
         self.expiry_policy = "session-end"
@@ -408,7 +411,7 @@ class ConsumerLink:
     def _settler(self, d):
         def settle(error: BaseException | None) -> None:
             # The acknowledgement is committed: only now may the delivery be forgotten.
-            if not self.conn.closed and self.link in self.conn.links:
+            if self.active:
                 lib.pn_delivery_settle(d)
                 self.conn.server.mark(self.conn)
         return settle
@@ -423,7 +426,7 @@ class ConsumerLink:
         consumer.queue.postoffice.schedule(consumer.queue)
 
     def drained(self) -> None:
-        if self.consumer is not None and self.link in self.conn.links:
+        if self.consumer is not None and self.active:
             lib.pn_link_drained(self.link)
             self.consumer.credit = 0
             self.conn.server.mark(self.conn)
@@ -439,14 +442,16 @@ class ConsumerLink:
         """The queue went away under this consumer: close the link with resource-deleted."""
         self.consumer = None
         self.deliveries.clear()
-        if self.link in self.conn.links and not self.conn.closed:
-            del self.conn.links[self.link]
+        if self.active:
+            self.active = False
+            self.conn.links.pop(self.link, None)
             set_condition(lib.pn_link_condition(self.link), conditions.RESOURCE_DELETED,
                           f"queue {consumer.queue.name} was deleted")
             lib.pn_link_close(self.link)
             self.conn.server.mark(self.conn)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        self.active = False
         consumer = self.consumer
         if consumer is None:
             return
