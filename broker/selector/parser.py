@@ -71,9 +71,10 @@ def _describe(node: Node) -> str:
 
 
 def _quote(text: str, limit: int = 20) -> str:
+    """Selector text inside a one-line message: shortened, control characters escaped."""
     if len(text) > limit:
         text = text[:limit] + "..."
-    return "'" + text + "'"
+    return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) + "'"
 
 
 def _require_condition(node: Node, where: str) -> Node:
