@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import BrokerProcess
+from hermod_testing import BrokerProcess
 
 
 def hermod(*args: str, timeout: float = 60, cwd=None) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ import pytest
 from proton import Message
 from proton.utils import LinkDetached, SendException
 
-from conftest import wait_for
+from hermod_testing import wait_for
 from wire_helpers import connect, receive_bodies, send
 
 
