@@ -75,6 +75,7 @@ def cmd_run(args) -> int:
     cfg = _load_config(args)
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     return asyncio.run(_run(cfg))
 
 

@@ -46,6 +46,7 @@ class PostOffice:
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
         self._dirty: dict[Queue, None] = {}
+        self._unconfirmed = 0  # posts handed to the journal and not yet committed
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
 
@@ -205,23 +206,30 @@ class PostOffice:
             message.id = self.next_message_id()
         refs = [Ref(message, q) for q in queues]
         durable = [r for r in refs if r.durable]
-        if durable:
-            ops: list[ports.Operation] = [ports.AddMessage(self.message_record(message))]
-            ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
-
-            def committed(error: BaseException | None) -> None:
-                if error is None:
-                    for r in refs:
-                        r.queue.enqueue(r)
-                if done is not None:
-                    done(error)
-
-            self.journal.submit(ops, committed)
+        if not durable and not self._unconfirmed:
+            for r in refs:
+                r.queue.enqueue(r)
+            if done is not None:
+                done(None)
             return
-        for r in refs:
-            r.queue.enqueue(r)
-        if done is not None:
-            done(None)
+        # Through the journal: a durable message is stored first; a non-durable one that arrives
+        # while durable messages are still being written goes through as an empty unit, so that
+        # messages reach their queues in the order they arrived.
+        ops: list[ports.Operation] = []
+        if durable:
+            ops.append(ports.AddMessage(self.message_record(message)))
+            ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
+        self._unconfirmed += 1
+
+        def committed(error: BaseException | None) -> None:
+            self._unconfirmed -= 1
+            if error is None:
+                for r in refs:
+                    r.queue.enqueue(r)
+            if done is not None:
+                done(error)
+
+        self.journal.submit(ops, committed)
 
     def message_record(self, message: Message) -> ports.MessageRecord:
         return ports.MessageRecord(
