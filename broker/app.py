@@ -104,8 +104,8 @@ class Broker:
             if name.queue not in self.postoffice.queues:
                 raise errors.QueueNotFound(f"queue {name.address}::{name.queue} does not exist")
             return name.address, rt, name.queue
-        found = core_links.resolve_send_routing_type(self.postoffice, name.address, rt)
-        core_links.ensure_send_target(self.postoffice, name.address, found)
+        found = self.postoffice.resolve_send_routing_type(name.address, rt)
+        self.postoffice.ensure_send_target(name.address, found)
         return name.address, rt if rt is not None else found, None
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .message import ANYCAST, MULTICAST, Message
+from .wildcards import is_wildcard, matches
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -23,7 +24,7 @@ def split_fqqn(name: str) -> tuple[str, str | None]:
 
 class Address:
     __slots__ = ("name", "routing_types", "auto_created", "queues", "anycast", "multicast", "_turn",
-                 "temporary")
+                 "temporary", "forwarders", "wildcard")
 
     def __init__(self, name: str, routing_types: set[str] | frozenset[str], auto_created: bool = False,
                  temporary: bool = False):
@@ -33,7 +34,9 @@ class Address:
         self.temporary = temporary
         self.queues: dict[str, Queue] = {}
         self.anycast: list[Queue] = []
-        self.multicast: list[Queue] = []
+        self.multicast: list[Queue] = []  # its own multicast queues, and wildcard subscriptions' queues
+        self.forwarders: list = []  # diverts and composites bound here (forwarding.py)
+        self.wildcard = is_wildcard(name)
         self._turn = 0
 
     def bind(self, queue: Queue) -> None:
@@ -43,6 +46,23 @@ class Address:
     def unbind(self, queue: Queue) -> None:
         if self.queues.pop(queue.name, None) is not None:
             (self.anycast if queue.routing_type == ANYCAST else self.multicast).remove(queue)
+
+    def bind_subscription(self, queue: Queue) -> None:
+        """A wildcard subscription's queue (bound to another address) also routes from here."""
+        if queue not in self.multicast:
+            self.multicast.append(queue)
+
+    def unbind_subscription(self, queue: Queue) -> None:
+        if queue in self.multicast:
+            self.multicast.remove(queue)
+
+    def bind_forwarder(self, forwarder) -> None:
+        if forwarder not in self.forwarders:
+            self.forwarders.append(forwarder)
+
+    @property
+    def in_use(self) -> bool:
+        return bool(self.queues or self.forwarders)
 
     def route(self, message: Message, routing_type: str | None, out: list[Queue]) -> None:
         """Append to `out` the queues of this address that take `message`."""

@@ -50,35 +50,9 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
             raise QueueNotFound(f"target queue {req.address}::{req.queue} does not exist")
         return ProducerTarget(req.address, req.routing_type, None, queue=req.queue)
     rt = req.routing_type
-    found = resolve_send_routing_type(po, req.address, rt)
-    ensure_send_target(po, req.address, found)
+    found = po.resolve_send_routing_type(req.address, rt)
+    po.ensure_send_target(req.address, found)
     return ProducerTarget(req.address, rt, found)
-
-
-def resolve_send_routing_type(po: PostOffice, name: str, rt: str | None) -> str | None:
-    """Rules 3-4: an existing address with one routing type gives it; both give None (all
-    queues); a new address takes the settings' default."""
-    if rt is not None:
-        return rt
-    address = po.addresses.get(name)
-    if address is not None:
-        if len(address.routing_types) == 1:
-            return next(iter(address.routing_types))
-        return None if address.routing_types else po.settings_for(name).default_routing_type
-    return po.settings_for(name).default_routing_type
-
-
-def ensure_send_target(po: PostOffice, name: str, rt: str | None) -> None:
-    """A multicast send needs the address; an anycast send also needs an anycast queue
-    (Hermod checks the queue's routing type, unlike Artemis)."""
-    try:
-        address = po.ensure_address(name, rt)
-    except AddressNotFound:
-        raise AddressNotFound(f"target address {name} does not exist") from None
-    if rt == ANYCAST and not address.anycast:
-        if not po.settings_for(name).auto_create_queues:
-            raise AddressNotFound(f"target address {name} has no anycast queue")
-        po.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
 
 
 @dataclass(slots=True)

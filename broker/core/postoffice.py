@@ -13,14 +13,19 @@ from typing import Callable
 
 from . import ports
 from .address import Address
-from .errors import AddressNotFound, QueueNotFound
+from .errors import AddressNotFound, HermodError, QueueNotFound
+from .forwarding import Entry, Forwarder, orig_annotations
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .settings import AddressSettings, SettingsRepository
+from .wildcards import is_wildcard, matches
 
 log = logging.getLogger("hermod.core")
 
 Done = Callable[[BaseException | None], None]
+Plan = list[tuple[Message, list[Queue]]]
+
+MAX_FORWARD_HOPS = 16
 
 
 class WallClock:
@@ -47,6 +52,8 @@ class PostOffice:
         self._ids = itertools.count(1)
         self._dirty: dict[Queue, None] = {}
         self._unconfirmed = 0  # posts handed to the journal and not yet committed
+        self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
+        self.forwarders: list[Forwarder] = []
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
 
@@ -85,6 +92,7 @@ class PostOffice:
         if address is None:
             address = Address(name, set(routing_types), auto_created=auto_created, temporary=temporary)
             self.addresses[name] = address
+            self._bind_wildcards(address)
             if persist and not temporary:
                 self._persist_address(address)
         elif not set(routing_types) <= address.routing_types:
@@ -92,6 +100,32 @@ class PostOffice:
             if persist and not temporary:
                 self._persist_address(address)
         return address
+
+    def _bind_wildcards(self, address: Address) -> None:
+        if address.wildcard:
+            return
+        for queue in self._wildcard_queues:
+            if matches(queue.address.name, address.name):
+                address.bind_subscription(queue)
+        for f in self.forwarders:
+            if f.source == address.name or matches(f.source, address.name):
+                self._bind_forwarder(f, address)
+
+    def add_forwarder(self, forwarder: Forwarder) -> None:
+        """Bind a divert or composite to its source address (or every address its wildcard
+        source matches, now and later)."""
+        self.forwarders.append(forwarder)
+        if not is_wildcard(forwarder.source) and forwarder.source not in self.addresses:
+            rt = forwarder.applies_to or self.settings_for(forwarder.source).default_routing_type
+            self.create_address(forwarder.source, {rt}, persist=False)
+        for address in list(self.addresses.values()):
+            if not address.wildcard and (address.name == forwarder.source or matches(forwarder.source, address.name)):
+                self._bind_forwarder(forwarder, address)
+
+    @staticmethod
+    def _bind_forwarder(forwarder: Forwarder, address: Address) -> None:
+        address.bind_forwarder(forwarder)
+        address.forwarders.sort(key=lambda f: not f.exclusive)  # exclusive ones first
 
     def _persist_address(self, address: Address) -> None:
         if self.journal.durable:
@@ -147,6 +181,13 @@ class PostOffice:
                       temporary=temporary, extra=extra)
         self.queues[name] = queue
         address.bind(queue)
+        if address.wildcard and routing_type == MULTICAST:
+            # Pay for wildcards at bind time: the queue joins every matching address now, and
+            # each matching address created later (`_bind_wildcards`); a send stays a lookup.
+            self._wildcard_queues.append(queue)
+            for other in self.addresses.values():
+                if other is not address and not other.wildcard and matches(address.name, other.name):
+                    other.bind_subscription(queue)
         if persist and queue.durable and self.journal.durable:
             self.journal.submit([ports.PutQueue(queue.record())], None)
         log.debug("created queue %s on %s (%s)", name, address_name, routing_type)
@@ -158,6 +199,10 @@ class PostOffice:
             return
         queue.deleted = True
         queue.address.unbind(queue)
+        if queue in self._wildcard_queues:
+            self._wildcard_queues.remove(queue)
+            for other in self.addresses.values():
+                other.unbind_subscription(queue)
         for consumer in list(queue.consumers):
             consumer.link.queue_deleted(consumer)
         queue.consumers.clear()
@@ -165,11 +210,11 @@ class PostOffice:
         if queue.durable and self.journal.durable:
             self.journal.submit([ports.DeleteQueue(name)], None)
         address = queue.address
-        if (not address.queues and address.auto_created
+        if (not address.in_use and address.auto_created
                 and self.settings_for(address.name).auto_delete_addresses
                 and self.addresses.get(address.name) is address and not address.temporary):
             self.delete_address(address.name)
-        elif address.temporary and not address.queues:
+        elif address.temporary and not address.in_use:
             self.addresses.pop(address.name, None)
 
     def queue_idle_check(self, queue: Queue) -> None:
@@ -187,26 +232,111 @@ class PostOffice:
 
     # -- routing -----------------------------------------------------------------------------------
     def route(self, message: Message, address_name: str, routing_type: str | None,
-              queue_name: str | None = None) -> list[Queue]:
-        """The queues that take `message` sent to `address_name` (nothing is changed)."""
+              queue_name: str | None = None) -> Plan:
+        """Decide where `message` goes: a plan of (message, queues) pairs, the message itself
+        and any copies forwarders made. Nothing is changed until `post(plan)`."""
         address = self.addresses.get(address_name)
         if address is None:
-            return []
+            return [(message, [])]
         if queue_name is not None:
             queue = address.queues.get(queue_name)
-            return [queue] if queue is not None and queue.accepts(message) else []
+            return [(message, [queue] if queue is not None and queue.accepts(message) else [])]
+        if not address.forwarders:
+            out: list[Queue] = []
+            address.route(message, routing_type, out)
+            return [(message, out)]
+        plan: Plan = []
+        self._route_into(message, address, routing_type, plan)
+        return plan
+
+    def _route_into(self, message: Message, address: Address, routing_type: str | None, plan: Plan) -> None:
+        """Route through forwarders (exclusive first; see forwarding.py), then the queues."""
+        if address.forwarders:
+            if not message.id:
+                message.id = self.next_message_id()
+            keep = True
+            for f in address.forwarders:
+                if not f.exclusive or not f.applies(message, routing_type):
+                    continue
+                entries = f.matching_entries(message)
+                if entries:
+                    self._fire(f, message, entries, plan)
+                if not f.keeps_original(bool(entries)):
+                    keep = False
+            if not keep:
+                plan.append((message, []))
+                return
+            for f in address.forwarders:
+                if not f.exclusive and f.applies(message, routing_type):
+                    entries = f.matching_entries(message)
+                    if entries:
+                        self._fire(f, message, entries, plan)
         out: list[Queue] = []
         address.route(message, routing_type, out)
-        return out
+        plan.append((message, out))
 
-    def post(self, message: Message, queues: list[Queue], done: Done | None = None) -> None:
-        """Commit a routed message: durable parts through the journal first, then onto the
-        queues; `done(None)` once it is safe to accept, `done(error)` if the store failed."""
-        if not message.id:
-            message.id = self.next_message_id()
-        refs = [Ref(message, q) for q in queues]
-        durable = [r for r in refs if r.durable]
-        if not durable and not self._unconfirmed:
+    def _fire(self, f: Forwarder, message: Message, entries: list[Entry], plan: Plan) -> None:
+        f.fired += 1
+        for entry in entries:
+            if message.hops >= MAX_FORWARD_HOPS:
+                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
+                            "it goes to the dead-letter address", message.id, message.hops, f.name)
+                self._plan_dead_letter(message, f.name, message.address, plan)
+                return
+            rt = entry.copy_routing_type(message)
+            copy = self.annotate(message, orig_annotations(message, f.name), entry.address)
+            copy.routing_type = rt
+            copy.id = self.next_message_id()
+            copy.hops = message.hops + 1
+            if f.transformer is not None:
+                copy = f.transformer(copy)
+            try:
+                self.ensure_send_target(entry.address, self.resolve_send_routing_type(entry.address, rt))
+            except HermodError as e:
+                log.warning("%s cannot forward to %s: %s", f.name, entry.address, e)
+                continue
+            self._route_into(copy, self.addresses[entry.address], rt, plan)
+
+    def resolve_send_routing_type(self, name: str, rt: str | None) -> str | None:
+        """Rules 3-4 of a send's routing type: an existing address with one routing type gives
+        it; both give None (all queues); a new address takes the settings' default."""
+        if rt is not None:
+            return rt
+        address = self.addresses.get(name)
+        if address is not None and address.routing_types:
+            return next(iter(address.routing_types)) if len(address.routing_types) == 1 else None
+        return self.settings_for(name).default_routing_type
+
+    def ensure_send_target(self, name: str, rt: str | None) -> Address:
+        """A multicast send needs the address; an anycast send also needs an anycast queue
+        (Hermod checks the queue's routing type, unlike Artemis). Created when allowed."""
+        try:
+            address = self.ensure_address(name, rt)
+        except AddressNotFound:
+            raise AddressNotFound(f"target address {name} does not exist") from None
+        if rt == ANYCAST and not address.anycast:
+            if not self.settings_for(name).auto_create_queues:
+                raise AddressNotFound(f"target address {name} has no anycast queue")
+            self.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
+        return address
+
+    def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None) -> None:
+        """Commit a routing plan: durable parts through the journal first (one unit), then onto
+        the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed."""
+        refs: list[Ref] = []
+        ops: list[ports.Operation] = list(extra_ops) if extra_ops else []
+        for message, queues in plan:
+            if not queues:
+                continue
+            if not message.id:
+                message.id = self.next_message_id()
+            mine = [Ref(message, q) for q in queues]
+            refs.extend(mine)
+            durable = [r for r in mine if r.durable]
+            if durable:
+                ops.append(ports.AddMessage(self.message_record(message)))
+                ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
+        if not ops and not self._unconfirmed:
             for r in refs:
                 r.queue.enqueue(r)
             if done is not None:
@@ -215,10 +345,6 @@ class PostOffice:
         # Through the journal: a durable message is stored first; a non-durable one that arrives
         # while durable messages are still being written goes through as an empty unit, so that
         # messages reach their queues in the order they arrived.
-        ops: list[ports.Operation] = []
-        if durable:
-            ops.append(ports.AddMessage(self.message_record(message)))
-            ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
         self._unconfirmed += 1
 
         def committed(error: BaseException | None) -> None:
@@ -239,45 +365,27 @@ class PostOffice:
 
     # -- dead letters -------------------------------------------------------------------------------
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
-        """Move a message to its address's dead-letter address in one journal unit. The copy
-        carries x-opt-ORIG-* annotations; with no dead-letter address the message is dropped."""
+        """Move a message to its queue's dead-letter address: the removal and the copy are one
+        journal unit. With no dead-letter address the message is dropped."""
         queue = ref.queue
         queue.remove_ref(ref)
-        message = ref.message
-        dla = self.settings_for(queue.address.name).dead_letter_address
-        ops: list[ports.Operation] = []
-        if ref.durable:
-            ops.append(ports.DeleteReference(queue.name, message.id))
-        targets: list[Queue] = []
-        copy = None
-        if dla and self.annotate is not None and dla != queue.address.name:
-            extra = {"x-opt-ORIG-ADDRESS": message.address, "x-opt-ORIG-QUEUE": queue.name,
-                     "x-opt-ORIG-MESSAGE-ID": message.id}
-            if message.routing_type is not None:
-                extra["x-opt-ORIG-ROUTING-TYPE"] = 1 if message.routing_type == ANYCAST else 0
-            copy = self.annotate(message, extra, dla)
-            copy.id = self.next_message_id()
-            self._ensure_dead_letter_queue(dla)
-            targets = self.route(copy, dla, None)
-        refs = [Ref(copy, q) for q in targets] if copy is not None else []
-        durable = [r for r in refs if r.durable]
-        if durable:
-            ops.append(ports.AddMessage(self.message_record(copy)))
-            ops.extend(ports.AddReference(r.queue.name, copy.id) for r in durable)
-        log.info("dead-lettered message %s from %s (%s) to %s", message.id, queue.name, reason,
-                 dla if targets else "nowhere (dropped)")
-
-        def committed(error: BaseException | None) -> None:
-            for r in refs:
-                r.queue.enqueue(r)
-            if done is not None:
-                done(error)
-
-        if ops:
-            self.journal.submit(ops, committed)
-        else:
-            committed(None)
+        plan: Plan = []
+        dla = self._plan_dead_letter(ref.message, queue.name, queue.address.name, plan)
+        log.info("dead-lettered message %s from %s (%s) to %s", ref.message.id, queue.name, reason,
+                 dla or "nowhere (dropped)")
+        removed = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
+        self.post(plan, done, removed)
         self.queue_idle_check(queue)
+
+    def _plan_dead_letter(self, message: Message, via: str, settings_address: str, plan: Plan) -> str | None:
+        dla = self.settings_for(settings_address).dead_letter_address
+        if not dla or self.annotate is None or dla == message.address:
+            return None
+        copy = self.annotate(message, orig_annotations(message, via), dla)
+        copy.id = self.next_message_id()
+        self._ensure_dead_letter_queue(dla)
+        plan.extend(self.route(copy, dla, None))
+        return dla
 
     def _ensure_dead_letter_queue(self, name: str) -> None:
         """Hermod creates the dead-letter address with an anycast queue of its name on first

@@ -184,9 +184,9 @@ class ProducerLink:
             self._outcome(d, presettled, PN_ACCEPTED)
             return
         po = self.postoffice
-        queues = po.route(message, address, rt, queue)
+        plan = po.route(message, address, rt, queue)
         if presettled:
-            po.post(message, queues, None)
+            po.post(plan)
             lib.pn_delivery_settle(d)
             return
 
@@ -202,7 +202,7 @@ class ProducerLink:
             lib.pn_delivery_settle(d)
             self.conn.server.mark(self.conn)
 
-        po.post(message, queues, done)
+        po.post(plan, done)
 
     def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
                  description: str = "") -> None:

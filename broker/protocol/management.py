@@ -37,4 +37,4 @@ class ManagementEndpoint:
         encoded = bytes(response.encode())
         po = self.broker.postoffice
         reply = Message(encoded, codec.Envelope(encoded), reply_to, ANYCAST, None, int(time.time() * 1000))
-        po.post(reply, po.route(reply, reply_to, None), None)
+        po.post(po.route(reply, reply_to, None))
