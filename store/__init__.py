@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import schema
 from .errors import (
     SchemaCorrupt,
     SchemaError,
@@ -29,7 +30,7 @@ from .stats import JournalStats
 __all__ = [
     "JournalStats", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
     "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreUnavailable",
-    "StoreUnreachable", "UnknownQueue", "open_journal",
+    "StoreUnreachable", "UnknownQueue", "open_journal", "schema",
 ]
 
 
@@ -44,7 +45,6 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     waits for an unreachable database before `done(StoreUnavailable)`.
     Raises StoreError (one line) when the store is unreachable, corrupt or newer than this code.
     """
-    from . import schema
     from .engine import is_memory, make_engine
 
     if is_memory(url):

@@ -17,13 +17,17 @@ batch ends. The fixed order gives the same result as applying the ops one by one
 
 Inserts are idempotent (ON CONFLICT DO NOTHING) and deletes are too, so replaying a batch whose
 commit outcome was lost with the connection does no harm.
+
+On PostgreSQL, executemany runs in psycopg's pipeline mode (one round trip for the batch, with
+statements prepared after a few uses); the deletes go further and pass all keys as arrays to a
+single statement each (`unnest`), which makes acknowledgements several times cheaper there.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import Connection, bindparam, delete, exists, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -83,6 +87,14 @@ class Applier:
             messages.c.id == bindparam("m"),
             ~exists().where(refs.message_id == messages.c.id),
         )
+        self._arrays = dialect == "postgresql"
+        self._delete_refs_array = text(
+            "DELETE FROM message_refs AS r"
+            " USING unnest(CAST(:q AS integer[]), CAST(:m AS bigint[])) AS d(q, m)"
+            " WHERE r.queue_id = d.q AND r.message_id = d.m")
+        self._delete_orphans_array = text(
+            "DELETE FROM messages WHERE id = ANY(CAST(:m AS bigint[]))"
+            " AND NOT EXISTS (SELECT 1 FROM message_refs AS r WHERE r.message_id = messages.id)")
         self._queue_ids: dict[str, int] = {}
         self._txn_queue_ids: dict[str, int] = {}
 
@@ -166,9 +178,16 @@ class Applier:
         if b.counts:
             connection.execute(self._update_count, b.counts)
         if b.deletes:
-            connection.execute(self._delete_ref, b.deletes)
+            if self._arrays:
+                connection.execute(self._delete_refs_array, {
+                    "q": [d["q"] for d in b.deletes], "m": [d["m"] for d in b.deletes]})
+            else:
+                connection.execute(self._delete_ref, b.deletes)
         if b.orphans:
-            connection.execute(self._delete_orphan, [{"m": i} for i in b.orphans])
+            if self._arrays:
+                connection.execute(self._delete_orphans_array, {"m": list(b.orphans)})
+            else:
+                connection.execute(self._delete_orphan, [{"m": i} for i in b.orphans])
         b.messages, b.refs, b.counts, b.deletes = [], [], [], []
         b.count_keys.clear()
         b.delete_keys.clear()

@@ -77,3 +77,19 @@ def test_a_page_read_waits_for_the_database_too(private_pg_cluster, open_store):
     private_pg_cluster.start()
     (tag, page), = completions.wait_for(1)
     assert [r.message.id for r in page] == [1]
+
+
+def test_close_during_an_outage_rejects_what_waits_and_returns(private_pg_cluster, open_store):
+    url = private_pg_cluster.create_database("outage")
+    journal = open_store(url, fail_after_s=0.5)
+    submit_and_wait(journal, setup_ops(queue("orders")))
+
+    private_pg_cluster.stop()
+    completions = Completions()
+    journal.submit(send(1, "orders"), completions.done("send"))
+    journal.read_page("orders", 0, 10, completions.done("page"))
+    journal.close()  # bounded by fail_after_s: nothing is left waiting
+
+    calls = dict(completions.wait_for(2, timeout=0))
+    assert isinstance(calls["send"], StoreUnavailable)
+    assert calls["page"] == []

@@ -300,3 +300,43 @@ def test_statistics_describe_the_commits(store_url, open_store):
     assert (stats.min_ops_per_commit, stats.max_ops_per_commit) == (2, 3)
     assert stats.avg_ops_per_commit == pytest.approx(7 / 3)
     assert "commits=3" in stats.summary()
+
+
+def test_a_message_gone_in_an_earlier_unit_of_the_group_stays_gone(store_url, open_store):
+    entered, release = threading.Event(), threading.Event()
+
+    def post(callback, *args):
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        callback(*args)
+
+    journal = open_store(store_url, post)
+    completions = Completions()
+    journal.submit(setup_ops(queue("a", "news", "multicast"), queue("b", "news", "multicast")),
+                   completions.done("setup"))
+    assert entered.wait(10)
+    journal.submit(send(1, "a", address="news"), completions.done("send"))
+    journal.submit([DeleteReference("a", 1)], completions.done("ack"))  # its last reference
+    journal.submit([AddReference("b", 1)], completions.done("late copy"))
+    release.set()
+
+    calls = dict(completions.wait_for(4))
+    assert calls["send"] is None and calls["ack"] is None
+    assert calls["late copy"] is not None  # as if the units had been committed one by one
+    assert table_counts(journal.engine)["messages"] == 0
+
+
+def test_recovery_can_keep_only_a_window_of_each_queue(store_url, open_store):
+    journal = open_store(store_url)
+    submit_and_wait(journal, setup_ops(queue("deep"), queue("short")))
+    submit_and_wait(journal, [op for n in range(1, 11) for op in send(n, "deep")]
+                    + send(11, "short"))
+
+    recovered = journal.recover(window=4)
+    assert ids(recovered.references["deep"]) == [1, 2, 3, 4]
+    assert ids(recovered.references["short"]) == [11]
+    assert recovered.next_message_id == 12
+    completions = Completions()
+    journal.read_page("deep", 4, 100, completions.done(None))
+    assert ids(completions.wait_for(1)[0][1]) == list(range(5, 11))
