@@ -13,6 +13,8 @@ from .core import errors, links as core_links
 from .core.message import ANYCAST, MULTICAST, Message
 from .core.postoffice import MemoryJournal, PostOffice
 from .core.settings import SettingsRepository
+from .core.virtual_topics import find as find_virtual_topic
+from . import routing
 from .management import Management
 from .protocol import codec
 from .protocol.terminus import parse_name
@@ -35,8 +37,12 @@ class Broker:
         self.config = config
         self.container_id = f"hermod-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.journal = journal or MemoryJournal()
+        self.virtual_topics = routing.virtual_topics(config)
+        # Virtual topics are topics: a send to one with no routing type is multicast. Listed
+        # first, so any user entry at least as specific overrides it.
+        vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in self.virtual_topics]
         self.postoffice = PostOffice(
-            SettingsRepository(list(config.address_settings)), self.journal, defer=defer,
+            SettingsRepository(vt_settings + list(config.address_settings)), self.journal, defer=defer,
             annotate=_annotate, compile_filter=self.compile_filter)
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
@@ -56,6 +62,7 @@ class Broker:
                 po.create_queue(q.name, a.name, q.routing, durable=q.durable, filter_text=q.filter,
                                 max_consumers=q.max_consumers, exclusive=q.exclusive,
                                 last_value_key=q.last_value_key or None)
+        routing.install(po, self.config, self.compile_filter)
 
     @staticmethod
     def message_from_record(record) -> Message:
@@ -90,6 +97,11 @@ class Broker:
         return core_links.attach_producer(self.postoffice, req)
 
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
+        if not req.dynamic and req.queue is None:
+            found = find_virtual_topic(self.virtual_topics, req.address)
+            if found is not None:
+                vt, topic = found
+                return core_links.attach_virtual_topic_consumer(self.postoffice, vt, topic, req, link, owner)
         return core_links.attach_consumer(self.postoffice, req, link, owner)
 
     def resolve_relay(self, to: str, rt: str | None) -> tuple[str, str | None, str | None]:

@@ -30,6 +30,7 @@ class ProducerTarget:
     attach_routing_type: str | None  # found at attach (rule 3/4); used when nothing else says
     queue: str | None = None
     temporary: bool = False
+    parts: list[ProducerTarget] | None = None  # a client-side composite: one copy to each part
 
 
 def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
@@ -159,9 +160,23 @@ def _attach(queue: Queue, req: ConsumerRequest, link, owner, selector_on_queue: 
         raise ResourceLimitExceeded(f"queue {queue.name} already has {len(queue.consumers)} consumers")
     selector = None if selector_on_queue else req.selector_predicate
     consumer = Consumer(queue, link, selector=selector, browser=req.browser, priority=req.priority,
-                        owner=owner)
+                        owner=owner, selector_text=None if selector_on_queue else req.selector)
     queue.add_consumer(consumer)
     return consumer
+
+
+def attach_virtual_topic_consumer(po: PostOffice, vt, topic: str, req: ConsumerRequest, link,
+                                  owner=None) -> Consumer:
+    """`Consumer.A.VirtualTopic.Orders`: the durable, shared queue of that name on the topic's
+    multicast address (created on first use, never auto-deleted)."""
+    po.ensure_address(topic, MULTICAST)
+    queue = po.queues.get(req.address)
+    if queue is None:
+        queue = po.create_queue(req.address, topic, MULTICAST, durable=True, purpose="virtual-topic",
+                                extra={"selector_aware": vt.selector_aware, "selector_cache": vt.selector_cache})
+    elif queue.address.name != topic:
+        raise IllegalState(f"queue {req.address} exists on address {queue.address.name}")
+    return _attach(queue, req, link, owner)
 
 
 def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None:

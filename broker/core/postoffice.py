@@ -188,10 +188,17 @@ class PostOffice:
             for other in self.addresses.values():
                 if other is not address and not other.wildcard and matches(address.name, other.name):
                     other.bind_subscription(queue)
-        if persist and queue.durable and self.journal.durable:
-            self.journal.submit([ports.PutQueue(queue.record())], None)
+        if persist:
+            self.persist_queue(queue)
+        if queue.selector_aware:
+            queue._refresh_selector_filter()
         log.debug("created queue %s on %s (%s)", name, address_name, routing_type)
         return queue
+
+    def persist_queue(self, queue: Queue) -> None:
+        """Write a durable queue's attributes again (after they changed)."""
+        if queue.durable and self.journal.durable:
+            self.journal.submit([ports.PutQueue(queue.record())], None)
 
     def delete_queue(self, name: str) -> None:
         queue = self.queues.pop(name, None)
@@ -289,7 +296,11 @@ class PostOffice:
             copy.id = self.next_message_id()
             copy.hops = message.hops + 1
             if f.transformer is not None:
-                copy = f.transformer(copy)
+                try:
+                    copy = f.transformer(copy)
+                except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+                    log.exception("transformer of %s failed; the copy is not forwarded", f.name)
+                    continue
             try:
                 self.ensure_send_target(entry.address, self.resolve_send_routing_type(entry.address, rt))
             except HermodError as e:

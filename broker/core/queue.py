@@ -52,16 +52,17 @@ class Consumer:
     """A link taking messages from a queue. `credit` is kept in step with the link by the
     adapter; `blocked` is set while the connection cannot take more output."""
 
-    __slots__ = ("id", "queue", "link", "credit", "selector", "browser", "priority", "in_flight",
-                 "blocked", "snapshot", "no_local", "owner")
+    __slots__ = ("id", "queue", "link", "credit", "selector", "selector_text", "browser", "priority",
+                 "in_flight", "blocked", "snapshot", "no_local", "owner")
 
     def __init__(self, queue: Queue, link, selector=None, browser: bool = False, priority: int = 0,
-                 no_local: str | None = None, owner: object = None):
+                 no_local: str | None = None, owner: object = None, selector_text: str | None = None):
         self.id = next(_consumer_ids)
         self.queue = queue
         self.link = link
         self.credit = 0
         self.selector = selector
+        self.selector_text = selector_text
         self.browser = browser
         self.priority = priority
         self.in_flight: dict[Ref, None] = {}
@@ -79,6 +80,10 @@ class Consumer:
 
     def __repr__(self) -> str:
         return f"<Consumer {self.id} on {self.queue.name}>"
+
+
+def _take_nothing(message: Message) -> bool:
+    return False
 
 
 class Queue:
@@ -101,6 +106,7 @@ class Queue:
         self.purpose = purpose
         self.temporary = temporary
         self.extra = extra or {}
+        self.selector_aware = bool(self.extra.get("selector_aware"))
         self.messages: deque[Ref] = deque()
         self.consumers: list[Consumer] = []
         self._plain = True
@@ -159,6 +165,28 @@ class Queue:
         # Dispatch takes the fast path only when every consumer takes every message.
         self._plain = not any(c.selector is not None or c.browser for c in self.consumers)
         self._browsers = any(c.browser for c in self.consumers)
+        if self.selector_aware:
+            self._refresh_selector_filter()
+
+    def _refresh_selector_filter(self) -> None:
+        """A selector-aware queue (virtual topics) takes only what one of its consumers'
+        selectors matches; with the selector cache, what any remembered selector matches."""
+        consumers = [c for c in self.consumers if not c.browser]
+        if self.extra.get("selector_cache"):
+            remembered = self.extra.setdefault("selectors", [])
+            new = [c.selector_text or "TRUE" for c in consumers if (c.selector_text or "TRUE") not in remembered]
+            if new:
+                remembered.extend(new)
+                self.postoffice.persist_queue(self)
+            predicates = [None if t == "TRUE" else self.postoffice.compile_filter(t) for t in remembered]
+        else:
+            predicates = [c.selector for c in consumers]
+        if not predicates:
+            self.filter = _take_nothing
+        elif any(p is None for p in predicates):
+            self.filter = None
+        else:
+            self.filter = lambda m: any(p(m) for p in predicates)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """The consumer's unsettled messages go back to the queue in their original order."""

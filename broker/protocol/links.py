@@ -17,7 +17,8 @@ from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions
 from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
-                       read_terminus, strip_consumer_priority, subscription_queue_name)
+                       read_terminus, split_composite, strip_consumer_priority,
+                       subscription_queue_name)
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -101,6 +102,14 @@ class ProducerLink:
         if remote.dynamic:
             kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
             req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
+        elif remote.address and "," in remote.address:
+            parts = []
+            for part in split_composite(remote.address):
+                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                parts.append(conn.broker.attach_producer(
+                    core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
+            req = None
+            target = core_links.ProducerTarget(remote.address, None, None, parts=parts)
         elif remote.address is None or not remote.present:
             rt = parse_name("", remote.capabilities, (), ()).routing_type
             req = core_links.ProducerRequest(None, routing_type=rt)
@@ -108,7 +117,8 @@ class ProducerLink:
             name = parse_name(remote.address, remote.capabilities, server.anycast_prefixes,
                               server.multicast_prefixes)
             req = core_links.ProducerRequest(name.address, name.routing_type, name.queue)
-        target = conn.broker.attach_producer(req)
+        if req is not None:
+            target = conn.broker.attach_producer(req)
         handler = cls(conn, link, target)
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         if remote.dynamic:
@@ -160,6 +170,9 @@ class ProducerLink:
             self._outcome(d, presettled, PN_REJECTED, conditions.DECODE_ERROR, str(e))
             return
         target = self.target
+        if target.parts is not None:
+            self._receive_composite(d, data, envelope, presettled)
+            return
         address = target.address
         rt = target.routing_type
         queue = target.queue
@@ -189,7 +202,9 @@ class ProducerLink:
             po.post(plan)
             lib.pn_delivery_settle(d)
             return
+        po.post(plan, self._completion(d))
 
+    def _completion(self, d):
         def done(error: BaseException | None) -> None:
             if not self.active:
                 return
@@ -201,8 +216,21 @@ class ProducerLink:
                 lib.pn_delivery_update(d, PN_REJECTED)
             lib.pn_delivery_settle(d)
             self.conn.server.mark(self.conn)
+        return done
 
-        po.post(plan, done)
+    def _receive_composite(self, d, data: bytes, envelope, presettled: bool) -> None:
+        """A client-side composite target: one copy to each part."""
+        po = self.postoffice
+        now = int(time.time() * 1000)
+        plan = []
+        for part in self.target.parts:
+            message = Message(data, envelope, part.address, part.routing_type, self.container_id, now)
+            plan.extend(po.route(message, part.address, part.routing_type, part.queue))
+        if presettled:
+            po.post(plan)
+            lib.pn_delivery_settle(d)
+        else:
+            po.post(plan, self._completion(d))
 
     def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
                  description: str = "") -> None:
@@ -240,14 +268,14 @@ class ProducerLink:
 class ConsumerLink:
     """A link the client receives messages on; the core's queue calls `send`."""
 
-    __slots__ = ("conn", "link", "consumer", "broker", "presettled", "deliveries", "_tag", "_tag_n",
+    __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_n",
                  "active", "expiry_policy", "browser", "durable_subscription", "name")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
         self.link = link
         self.broker = conn.broker
-        self.consumer = None
+        self.consumers: list = []  # one, or one per part of a client-side composite source
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
         self.active = True  # False once detached: late store completions must not touch the link
@@ -300,7 +328,7 @@ class ConsumerLink:
                 durable=remote.durable, shared=shared)
             handler.durable_subscription = remote.durable
         handler.browser = browser
-        handler.consumer = broker.attach_consumer(req, handler, owner=conn)
+        handler.consumers = handler._attach_parts(req, remote)
         local = lib.pn_link_source(link)
         lib.pn_terminus_copy(local, lib.pn_link_remote_source(link))
         filt = lib.pn_terminus_filter(local)
@@ -308,7 +336,7 @@ class ConsumerLink:
         if accepted_filters:
             obj2dat(accepted_filters, filt)
         if remote.dynamic:
-            cproton.pn_terminus_set_address(local, handler.consumer.queue.name)
+            cproton.pn_terminus_set_address(local, handler.consumers[0].queue.name)
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
         lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
@@ -332,7 +360,7 @@ class ConsumerLink:
         if queue is None:
             raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
-        self.consumer = core_links._attach(queue, req, self, self.conn, selector_on_queue=True)
+        self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
         self.durable_subscription = True
         local = lib.pn_link_source(self.link)
         cproton.pn_terminus_set_address(local, queue.name)
@@ -349,6 +377,25 @@ class ConsumerLink:
         lib.pn_link_open(self.link)
         return self
 
+    def _attach_parts(self, req: core_links.ConsumerRequest, remote) -> list:
+        """A source `a,b,topic://c` consumes from every part (ActiveMQ Classic composite)."""
+        if req.dynamic or "," not in req.address:
+            return [self.broker.attach_consumer(req, self, owner=self.conn)]
+        server = self.broker.config.server
+        consumers = []
+        try:
+            for part in split_composite(remote.address):
+                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                sub = core_links.ConsumerRequest(
+                    name.address, name.routing_type or ANYCAST, name.queue, browser=req.browser,
+                    selector=req.selector, selector_predicate=req.selector_predicate, priority=req.priority)
+                consumers.append(self.broker.attach_consumer(sub, self, owner=self.conn))
+        except errors.HermodError:
+            for c in consumers:
+                core_links.detach_consumer(self.broker.postoffice, c, closed=True)
+            raise
+        return consumers
+
     # -- per message (hot path) ----------------------------------------------------------------
     def send(self, consumer, ref) -> None:
         """Called by the queue: write one message on this link."""
@@ -362,6 +409,10 @@ class ConsumerLink:
             message.encoded, message.envelope, count)
         lib.pn_link_send(link, data, len(data))
         lib.pn_link_advance(link)
+        if len(self.consumers) > 1:  # the parts of a composite source share the link's credit
+            for other in self.consumers:
+                if other is not consumer:
+                    other.credit -= 1
         if consumer.browser:
             lib.pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
         elif self.presettled:
@@ -417,50 +468,49 @@ class ConsumerLink:
         return settle
 
     def on_flow(self) -> None:
-        consumer = self.consumer
-        if consumer is None:
-            return
-        consumer.credit = lib.pn_link_credit(self.link)
+        credit = lib.pn_link_credit(self.link)
         if lib.pn_link_get_drain(self.link):
             self.conn.server.draining.add(self)
-        consumer.queue.postoffice.schedule(consumer.queue)
+        for consumer in self.consumers:
+            consumer.credit = credit
+            consumer.queue.postoffice.schedule(consumer.queue)
 
     def drained(self) -> None:
-        if self.consumer is not None and self.active:
+        if self.consumers and self.active:
             lib.pn_link_drained(self.link)
-            self.consumer.credit = 0
+            for consumer in self.consumers:
+                consumer.credit = 0
             self.conn.server.mark(self.conn)
 
     def set_blocked(self, blocked: bool) -> None:
-        consumer = self.consumer
-        if consumer is not None:
+        for consumer in self.consumers:
             consumer.blocked = blocked
             if not blocked:
                 consumer.queue.postoffice.schedule(consumer.queue)
 
     def queue_deleted(self, consumer) -> None:
         """The queue went away under this consumer: close the link with resource-deleted."""
-        self.consumer = None
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        if self.consumers or not self.active:
+            return
+        self.active = False
         self.deliveries.clear()
-        if self.active:
-            self.active = False
-            self.conn.links.pop(self.link, None)
-            set_condition(lib.pn_link_condition(self.link), conditions.RESOURCE_DELETED,
-                          f"queue {consumer.queue.name} was deleted")
-            lib.pn_link_close(self.link)
-            self.conn.server.mark(self.conn)
+        self.conn.links.pop(self.link, None)
+        set_condition(lib.pn_link_condition(self.link), conditions.RESOURCE_DELETED,
+                      f"queue {consumer.queue.name} was deleted")
+        lib.pn_link_close(self.link)
+        self.conn.server.mark(self.conn)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
-        consumer = self.consumer
-        if consumer is None:
-            return
-        self.consumer = None
+        consumers, self.consumers = self.consumers, []
         self.deliveries.clear()
-        consumer.link = _Gone
         closes = closed or self.expiry_policy == "link-detach" or (
             session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
-        core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)
+        for consumer in consumers:
+            consumer.link = _Gone
+            core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)
 
 
 class _GoneLink:

@@ -126,3 +126,14 @@ def find_filter(filters: dict, descriptors: tuple) -> tuple[object, object] | No
         if isinstance(value, Described) and value.descriptor in descriptors:
             return key, value
     return None
+
+
+def split_composite(raw: str) -> list[str]:
+    """`a, b,topic://c` -> ["a", "b", "topic://c"]: trimmed, empties skipped, duplicates removed
+    (ActiveMQ Classic's client-side composite destinations; Hermod keeps the order)."""
+    out: list[str] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if part and part not in out:
+            out.append(part)
+    return out
