@@ -35,6 +35,8 @@ def is_memory(url: str) -> bool:
 
 def parse_url(url: str) -> URL:
     """The SQLAlchemy URL with a relative SQLite path made absolute and the driver settled."""
+    if is_memory(url):
+        raise StoreError("the 'memory' store has no database (use store.MemoryJournal)")
     try:
         parsed = make_url(url.strip())
     except ArgumentError as error:

@@ -91,7 +91,8 @@ class SqlJournal:
         self._closing = False
         self._closed = False
         self._connection: Connection | None = None
-        self._outage_since: float | None = None
+        self._outage_since: float | None = None  # first failed attempt of this outage
+        self._outage_logged = False
         self._thread = threading.Thread(target=self._run, name="hermod-store-writer",
                                         daemon=True)
         self._thread.start()
@@ -166,16 +167,18 @@ class SqlJournal:
                 if self._read_given_up(work, closing):
                     continue
                 self._outage(error, work)
-                time.sleep(delay)
+                time.sleep(self._backoff(delay, work))
                 delay = min(delay * 2, self._retry_max_s)
                 continue
             except Exception:  # a bug: never let the writer die with producers waiting
                 log.exception("store writer: unexpected error")
                 self._fail_head(work)
             if self._outage_since is not None:
-                log.warning("store %s reachable again after %.1f s", self._where,
-                            time.monotonic() - self._outage_since)
+                if self._outage_logged:
+                    log.warning("store %s reachable again after %.1f s", self._where,
+                                time.monotonic() - self._outage_since)
                 self._outage_since = None
+                self._outage_logged = False
             delay = self._retry_initial_s
 
     def _write(self, work: deque[_Unit | _Read]) -> None:
@@ -251,7 +254,11 @@ class SqlJournal:
         now = time.monotonic()
         self._stats.add("retries")
         if self._outage_since is None:
+            # The first failure may be a connection the server dropped while idle (it was
+            # restarted): the retry reconnects, so only warn when that fails too.
             self._outage_since = now
+        elif not self._outage_logged:
+            self._outage_logged = True
             self._stats.add("outages")
             log.warning("store %s unreachable (%s); retrying, durable work waits "
                         "(rejected after %.0f s)", self._where, error, self.fail_after_s)
@@ -268,6 +275,13 @@ class SqlJournal:
                                    f"{self.fail_after_s:g} s: {error}")
         self._stats.add("expired_units", len(expired))
         self._deliver([(unit.done, failure) for unit in expired if unit.done is not None])
+
+    def _backoff(self, delay: float, work: deque[_Unit | _Read]) -> float:
+        """The retry delay, cut short so that the oldest unit is rejected on time."""
+        oldest = next((item.submitted for item in work if isinstance(item, _Unit)), None)
+        if oldest is None:
+            return delay
+        return max(0.001, min(delay, oldest + self.fail_after_s - time.monotonic()))
 
     def _fail_head(self, work: deque[_Unit | _Read]) -> None:
         item = work.popleft()

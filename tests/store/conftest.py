@@ -1,7 +1,7 @@
 """Fixtures for the store tests: real SQLite files and a private PostgreSQL cluster.
 
 The cluster is started once per session (`pg_cluster`); each test that needs PostgreSQL gets a
-fresh database (`pg_url`). Tests that stop the server use their own cluster
+fresh database (`pg_url`). Tests that stop the server use another cluster
 (`private_pg_cluster`). Both skip only when no PostgreSQL server binaries are installed
 (`make test` installs them).
 """
@@ -34,12 +34,22 @@ def pg_cluster():
         yield cluster
 
 
-@pytest.fixture
-def private_pg_cluster():
-    """A cluster of its own, for tests that stop and start the server."""
+@pytest.fixture(scope="module")
+def _stoppable_pg_cluster():
     _require_postgresql()
     with PgCluster(durable=False) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def private_pg_cluster(_stoppable_pg_cluster):
+    """A cluster apart from the session's, for tests that stop and start the server (shared by
+    one module's tests; each finds it running)."""
+    if not _stoppable_pg_cluster.running:
+        _stoppable_pg_cluster.start()
+    yield _stoppable_pg_cluster
+    if not _stoppable_pg_cluster.running:
+        _stoppable_pg_cluster.start()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import store
-from store_testing import queue, send, setup_ops, submit_and_wait
+from store_testing import queue, setup_ops, submit_and_wait
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -74,14 +74,14 @@ def test_sigkill_loses_nothing_confirmed_and_brings_back_nothing_acknowledged(st
     submit_and_wait(journal, setup_ops(queue("orders")))
     journal.close()
 
-    sent = run_and_kill(store_url, "send", 1, 1500)
+    sent = run_and_kill(store_url, "send", 1, 1000)
     recovered = _recover_ids(store_url)
     assert sent == list(range(1, len(sent) + 1))  # confirmed in submission order
     # Every confirmed message is there; beyond them at most the units in flight, in order.
     assert recovered[:len(sent)] == sent
     assert recovered == list(range(1, len(recovered) + 1))
 
-    acked = run_and_kill(store_url, "ack", 1, 500)
+    acked = run_and_kill(store_url, "ack", 1, 400)
     remaining = _recover_ids(store_url)
     assert acked == list(range(1, len(acked) + 1))
     gone = len(recovered) - len(remaining)

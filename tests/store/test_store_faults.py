@@ -93,3 +93,16 @@ def test_close_during_an_outage_rejects_what_waits_and_returns(private_pg_cluste
     calls = dict(completions.wait_for(2, timeout=0))
     assert isinstance(calls["send"], StoreUnavailable)
     assert calls["page"] == []
+
+
+def test_a_restart_between_commits_is_not_an_outage(private_pg_cluster, open_store, caplog):
+    url = private_pg_cluster.create_database("outage")
+    journal = open_store(url)
+    submit_and_wait(journal, setup_ops(queue("orders")))
+    private_pg_cluster.stop()
+    private_pg_cluster.start()  # the writer's idle connection is now dead
+
+    with caplog.at_level(logging.WARNING, logger="store"):
+        assert submit_and_wait(journal, send(1, "orders")) is None
+    assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
+    assert journal.stats().outages == 0

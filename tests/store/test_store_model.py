@@ -132,7 +132,7 @@ def _empty(engine) -> None:
             connection.execute(text(f"DELETE FROM {table}"))
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_grouped_commits_equal_units_applied_one_by_one(migrated_url, data):
