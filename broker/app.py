@@ -33,7 +33,8 @@ def _annotate(message: Message, extra: dict, address: str) -> Message:
 
 
 class Broker:
-    def __init__(self, config: Config, journal=None, defer: Callable | None = None):
+    def __init__(self, config: Config, journal=None, defer: Callable | None = None,
+                 call_at: Callable | None = None):
         self.config = config
         self.container_id = f"hermod-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.journal = journal or MemoryJournal()
@@ -43,7 +44,7 @@ class Broker:
         vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in self.virtual_topics]
         self.postoffice = PostOffice(
             SettingsRepository(vt_settings + list(config.address_settings)), self.journal, defer=defer,
-            annotate=_annotate, compile_filter=self.compile_filter)
+            annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at)
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
         self.producers_blocked = False

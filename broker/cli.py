@@ -7,6 +7,7 @@ import errno
 import logging
 import os
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,7 +86,11 @@ async def _run(cfg: config_mod.Config) -> int:
 
     loop = asyncio.get_running_loop()
     journal = open_journal(cfg, loop.call_soon_threadsafe)
-    broker = Broker(cfg, journal=journal, defer=loop.call_soon)
+    def call_at(due_ms: int, fn):
+        # Timers in wall-clock epoch ms (scheduled delivery times are), run by the loop.
+        return loop.call_later(max(0.0, due_ms / 1000.0 - time.time()), fn)
+
+    broker = Broker(cfg, journal=journal, defer=loop.call_soon, call_at=call_at)
     try:
         broker.start()
     except Exception as e:  # noqa: BLE001 - a start-up failure is one line, not a traceback

@@ -14,7 +14,7 @@ MULTICAST = "multicast"
 
 class Message:
     __slots__ = ("id", "encoded", "envelope", "address", "routing_type", "container_id", "arrival",
-                 "_properties", "_application_properties", "_expiration", "hops")
+                 "_properties", "_application_properties", "_expiration", "_scheduled", "hops")
 
     def __init__(self, encoded: bytes, envelope, address: str, routing_type: str | None = None,
                  container_id: str | None = None, arrival: int = 0, message_id: int = 0):
@@ -28,6 +28,7 @@ class Message:
         self._properties: dict | None = None
         self._application_properties: dict | None = None
         self._expiration: int | None = None
+        self._scheduled: int | None = None
         self.hops = 0  # times forwarded by diverts/composites (cycle guard)
 
     # -- header ------------------------------------------------------------------------------
@@ -91,10 +92,14 @@ class Message:
 
     @property
     def group_id(self):
+        if self.envelope.properties_count <= 10:  # group-id is field 10: not present
+            return None
         return self.properties.get("group_id")
 
     @property
     def group_sequence(self):
+        if self.envelope.properties_count <= 11:
+            return None
         return self.properties.get("group_sequence")
 
     @property
@@ -102,7 +107,8 @@ class Message:
         """Epoch ms after which the message must not be delivered; 0 = never.
         `absolute-expiry-time` wins over `ttl` (counted from arrival)."""
         if self._expiration is None:
-            absolute = self.properties.get("absolute_expiry_time") or 0
+            # absolute-expiry-time is property field 8: skip the decode when it cannot be there.
+            absolute = self.properties.get("absolute_expiry_time") or 0 if self.envelope.properties_count > 8 else 0
             if absolute:
                 self._expiration = int(absolute)
             elif self.envelope.ttl:
@@ -110,6 +116,23 @@ class Message:
             else:
                 self._expiration = 0
         return self._expiration
+
+    @property
+    def scheduled_time(self) -> int:
+        """Epoch ms before which the message must not be delivered (0 = now): the annotation
+        `x-opt-delivery-time` wins over `x-opt-delivery-delay` (counted from arrival)."""
+        if self._scheduled is None:
+            when = 0
+            annotations = self.envelope.annotations
+            if annotations:
+                at = annotations.get("x-opt-delivery-time")
+                delay = annotations.get("x-opt-delivery-delay")
+                if isinstance(at, int) and at > 0:
+                    when = int(at)
+                elif isinstance(delay, int) and delay > 0:
+                    when = self.arrival + int(delay)
+            self._scheduled = when
+        return self._scheduled
 
     @property
     def delivery_count(self) -> int:

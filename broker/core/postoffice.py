@@ -33,20 +33,42 @@ class WallClock:
         return int(time.time() * 1000)
 
 
+class NoTimers:
+    """Timers for a post office driven by hand (tests): nothing fires by itself."""
+
+    def __init__(self):
+        self.pending: list[tuple[int, Callable[[], None]]] = []
+
+    def call_at(self, due_ms: int, fn: Callable[[], None]):
+        entry = (due_ms, fn)
+        self.pending.append(entry)
+
+        class Handle:
+            def cancel(handle) -> None:
+                if entry in self.pending:
+                    self.pending.remove(entry)
+        return Handle()
+
+
 class PostOffice:
     def __init__(self, settings: SettingsRepository | None = None, journal: ports.Journal | None = None,
                  defer: Callable[[Callable[[], None]], None] | None = None,
                  clock: ports.Clock | None = None, annotate: Callable | None = None,
-                 compile_filter: Callable[[str], Callable[[Message], bool]] | None = None):
+                 compile_filter: Callable[[str], Callable[[Message], bool]] | None = None,
+                 call_at: Callable | None = None):
         """`defer(fn)` runs fn soon on the owning thread (the reactor's `call_soon`); `annotate(message,
         extra)` returns a copy of a message with message annotations added (from the codec);
-        `compile_filter(text)` turns a selector into a predicate over a Message."""
+        `compile_filter(text)` turns a selector into a predicate over a Message; `call_at(ms, fn)`
+        runs fn at an epoch-ms time on the owning thread and returns a handle with `cancel()`."""
         self.settings = settings or SettingsRepository()
         self.journal = journal or MemoryJournal()
         self._defer = defer
         self.clock = clock or WallClock()
         self.annotate = annotate
         self.compile_filter = compile_filter
+        self.timers = None if call_at is not None else NoTimers()
+        self.call_at = call_at or self.timers.call_at
+        self.memory_used = 0  # bytes of messages on all queues
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
@@ -213,7 +235,7 @@ class PostOffice:
         for consumer in list(queue.consumers):
             consumer.link.queue_deleted(consumer)
         queue.consumers.clear()
-        queue.messages.clear()
+        queue.clear()
         if queue.durable and self.journal.durable:
             self.journal.submit([ports.DeleteQueue(name)], None)
         address = queue.address
@@ -226,8 +248,8 @@ class PostOffice:
 
     def queue_idle_check(self, queue: Queue) -> None:
         """Auto-created queues go once they have neither consumers nor messages."""
-        if (queue.auto_created and not queue.consumers and not queue.messages
-                and not queue.delivering and not queue.deleted and queue.ever_consumed
+        if (queue.auto_created and not queue.consumers and queue.idle
+                and not queue.deleted and queue.ever_consumed
                 and self.settings_for(queue.address.name).auto_delete_queues):
             self.delete_queue(queue.name)
 
@@ -375,35 +397,58 @@ class PostOffice:
             expiration=message.expiration, arrival=message.arrival)
 
     # -- dead letters -------------------------------------------------------------------------------
+    def account(self, address: Address, delta: int) -> None:
+        """Bytes of messages on the queues of `address` (flow control, memory limit)."""
+        address.size += delta
+        self.memory_used += delta
+
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
         """Move a message to its queue's dead-letter address: the removal and the copy are one
         journal unit. With no dead-letter address the message is dropped."""
+        settings = self.settings_for(ref.queue.address.name)
+        self._move(ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done)
+
+    def expire(self, ref: Ref) -> None:
+        """An expired message goes to its queue's expiry address with `x-opt-ACTUAL-EXPIRY`,
+        or is dropped when there is none. It is never delivered."""
+        settings = self.settings_for(ref.queue.address.name)
+        self._move(ref, settings.expiry_address, {"x-opt-ACTUAL-EXPIRY": self.clock.now_ms()}, "expired", None)
+
+    def _move(self, ref: Ref, target: str, extra: dict, what: str, done: Done | None) -> None:
         queue = ref.queue
-        queue.remove_ref(ref)
+        queue.take(ref)
         plan: Plan = []
-        dla = self._plan_dead_letter(ref.message, queue.name, queue.address.name, plan)
-        log.info("dead-lettered message %s from %s (%s) to %s", ref.message.id, queue.name, reason,
-                 dla or "nowhere (dropped)")
+        moved = self._plan_copy(ref.message, queue.name, target, extra, plan)
+        log.info("%s message %s from %s to %s", what, ref.message.id, queue.name, moved or "nowhere (dropped)")
         removed = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
         self.post(plan, done, removed)
         self.queue_idle_check(queue)
 
-    def _plan_dead_letter(self, message: Message, via: str, settings_address: str, plan: Plan) -> str | None:
-        dla = self.settings_for(settings_address).dead_letter_address
-        if not dla or self.annotate is None or dla == message.address:
+    def _plan_copy(self, message: Message, via: str, target: str, extra: dict, plan: Plan) -> str | None:
+        if not target or self.annotate is None or target == message.address:
             return None
-        copy = self.annotate(message, orig_annotations(message, via), dla)
+        annotations = orig_annotations(message, via)
+        annotations.update(extra)
+        copy = self.annotate(message, annotations, target)
         copy.id = self.next_message_id()
-        self._ensure_dead_letter_queue(dla)
-        plan.extend(self.route(copy, dla, None))
-        return dla
+        self._ensure_move_queue(target)
+        plan.extend(self.route(copy, target, None))
+        return target
 
-    def _ensure_dead_letter_queue(self, name: str) -> None:
-        """Hermod creates the dead-letter address with an anycast queue of its name on first
-        use (Artemis drops dead letters unless such resources are configured or auto-created)."""
+    def _plan_dead_letter(self, message: Message, via: str, settings_address: str, plan: Plan) -> str | None:
+        return self._plan_copy(message, via, self.settings_for(settings_address).dead_letter_address, {}, plan)
+
+    def _ensure_move_queue(self, name: str) -> None:
+        """Hermod creates a dead-letter or expiry address with an anycast queue of its name on
+        first use (Artemis drops such messages unless those resources exist)."""
         address = self.addresses.get(name)
         if address is None or not address.queues:
             self.create_queue(name, name, ANYCAST, durable=True, purpose="dead-letter")
+
+    def expire_scan(self) -> int:
+        """Move every expired waiting message out (the periodic scan)."""
+        now = self.clock.now_ms()
+        return sum(q.expire_due(now) for q in list(self.queues.values()) if not q.deleted)
 
     # -- recovery ---------------------------------------------------------------------------------
     def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message]) -> None:
@@ -424,9 +469,7 @@ class PostOffice:
                 message = shared.get(s.message.id)
                 if message is None:
                     message = shared[s.message.id] = make_message(s.message)
-                ref = Ref(message, queue, s.delivery_count)
-                queue.messages.append(ref)
-                queue.added += 1
+                queue.recover(Ref(message, queue, s.delivery_count))
         self._ids = itertools.count(max(recovered.next_message_id, 1))
 
 

@@ -1,22 +1,29 @@
 """Queue: the messages waiting on one queue, its consumers, and dispatch between them.
 
-A queue holds `Ref`s (one per message per queue, so a multicast message is shared, and each
-queue counts its own deliveries). Dispatch hands messages to consumers with credit in
-round-robin order; a consumer's selector filters what that consumer takes (others still get the
-messages it skips). Dispatch runs once per reactor turn for every queue that changed, not once
-per message (`PostOffice.schedule`).
+Waiting messages are kept by priority (`backlog.Backlog`); messages not due yet (scheduled
+delivery, redelivery delay) wait in a `backlog.Schedule`. Dispatch runs once per reactor turn
+for every queue that changed (`PostOffice.schedule`) and hands messages to consumers with
+credit:
 
-A consumer's link (the protocol adapter) implements `send(consumer, ref)`; the queue never waits
-on it. Outcomes come back as `acknowledge`, `release`, `reject`.
+- round-robin among the consumers of the highest consumer priority that can take the message;
+  a consumer's selector filters what that consumer takes (others still get what it skips);
+- a message group (`group-id`) sticks to the consumer that got its first message until the
+  group is closed (sequence -1) or the consumer leaves; new groups go round-robin;
+- an exclusive queue (or a consumer with `consumer.exclusive=true`) gives everything to one
+  consumer; the next in attach order takes over when it goes;
+- expired messages are never delivered: they move to the expiry address.
+
+When no consumer uses any of that, a fast path pops and delivers with no per-message checks
+beyond expiry. A consumer's link (the protocol adapter) implements `send(consumer, ref)`;
+outcomes come back as `acknowledge`, `release`, `reject`.
 """
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections import deque
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
+from .backlog import Backlog, Schedule
+from .consumer import Consumer, Ref
 from .message import ANYCAST, Message
 
 if TYPE_CHECKING:
@@ -24,62 +31,7 @@ if TYPE_CHECKING:
 
 Done = Callable[[BaseException | None], None]
 
-
-class Ref:
-    """One message on one queue."""
-
-    __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable")
-
-    def __init__(self, message: Message, queue: Queue, delivery_count: int = 0):
-        self.message = message
-        self.queue = queue
-        self.delivery_count = delivery_count
-        self.consumer: Consumer | None = None
-        self.refused_by: set[int] | None = None  # consumers that said undeliverable-here
-        self.durable = queue.durable and message.durable and queue.postoffice.journal.durable
-
-    def __lt__(self, other: Ref) -> bool:
-        return self.message.id < other.message.id
-
-    def __repr__(self) -> str:
-        return f"<Ref {self.message.id} on {self.queue.name} count={self.delivery_count}>"
-
-
-_consumer_ids = itertools.count(1)
-
-
-class Consumer:
-    """A link taking messages from a queue. `credit` is kept in step with the link by the
-    adapter; `blocked` is set while the connection cannot take more output."""
-
-    __slots__ = ("id", "queue", "link", "credit", "selector", "selector_text", "browser", "priority",
-                 "in_flight", "blocked", "snapshot", "no_local", "owner")
-
-    def __init__(self, queue: Queue, link, selector=None, browser: bool = False, priority: int = 0,
-                 no_local: str | None = None, owner: object = None, selector_text: str | None = None):
-        self.id = next(_consumer_ids)
-        self.queue = queue
-        self.link = link
-        self.credit = 0
-        self.selector = selector
-        self.selector_text = selector_text
-        self.browser = browser
-        self.priority = priority
-        self.in_flight: dict[Ref, None] = {}
-        self.blocked = False
-        self.snapshot: deque[Ref] | None = None
-        self.no_local = no_local  # container id whose messages this consumer must not get
-        self.owner = owner
-
-    def accepts(self, ref: Ref) -> bool:
-        if ref.refused_by is not None and self.id in ref.refused_by:
-            return False
-        if self.selector is not None and not self.selector(ref.message):
-            return False
-        return True
-
-    def __repr__(self) -> str:
-        return f"<Consumer {self.id} on {self.queue.name}>"
+GROUP_CLOSE = (-1, 0xFFFFFFFF)  # group-sequence read as signed 32-bit: -1 closes the group
 
 
 def _take_nothing(message: Message) -> bool:
@@ -107,22 +59,35 @@ class Queue:
         self.temporary = temporary
         self.extra = extra or {}
         self.selector_aware = bool(self.extra.get("selector_aware"))
-        self.messages: deque[Ref] = deque()
+        self.backlog = Backlog()
+        self.scheduled = Schedule()
+        self._timer = None
+        self._timer_due = 0
         self.consumers: list[Consumer] = []
+        self.groups: dict[object, Consumer] = {}
+        self._last_values: dict[object, Ref] = {}
+        self._groups_seen = False
+        self._owner: Consumer | None = None  # exclusive: the one consumer that receives
         self._plain = True
         self._browsers = False
         self._turn = 0
         self.delivering = 0
         self.added = 0
         self.acked = 0
+        self.expired = 0
+        self.size = 0  # bytes of the messages on this queue (waiting, scheduled, delivering)
         self.deleted = False
         self.ever_consumed = False
 
     # -- state ---------------------------------------------------------------------------------
     @property
     def message_count(self) -> int:
-        """Messages on the queue, including those out with consumers (as Artemis counts)."""
-        return len(self.messages) + self.delivering
+        """Messages on the queue, including scheduled ones and those out with consumers."""
+        return len(self.backlog) + len(self.scheduled) + self.delivering
+
+    @property
+    def idle(self) -> bool:
+        return not self.backlog and not self.scheduled and not self.delivering
 
     def record(self) -> ports.QueueRecord:
         return ports.QueueRecord(
@@ -134,39 +99,133 @@ class Queue:
     def accepts(self, message: Message) -> bool:
         return self.filter is None or self.filter(message)
 
+    def waiting(self) -> list[Ref]:
+        """Every ref not out with a consumer, in dispatch order (then the scheduled ones)."""
+        return [*self.backlog, *sorted(self.scheduled)]
+
     # -- messages in -----------------------------------------------------------------------------
     def enqueue(self, ref: Ref) -> None:
         self.added += 1
-        self.messages.append(ref)
+        message = ref.message
+        self._account(message.size)
+        if self.last_value_key is not None:
+            self._replace_last_value(ref)
+        if not self._groups_seen and message.group_id is not None:
+            self._groups_seen = True
+            self._plain = False
+        due = message.scheduled_time
+        if due and due > self.postoffice.clock.now_ms():
+            self.scheduled.add(due, ref)
+            self._arm_timer()
+            return
+        self.backlog.append(ref)
         if self.consumers:
             self.postoffice.schedule(self)
+
+    def recover(self, ref: Ref) -> None:
+        """A ref read back from the store at start: in order, not counted as a new arrival."""
+        self.enqueue(ref)
+        self.added -= 1
 
     def restore(self, refs: list[Ref]) -> None:
         """Put refs back in queue order (by message id), ahead of later arrivals."""
         if not refs:
             return
-        refs.sort()
-        if not self.messages or refs[-1].message.id < self.messages[0].message.id:
-            self.messages.extendleft(reversed(refs))
-        else:
-            self.messages = deque(heapq.merge(refs, self.messages))
+        self.backlog.restore(refs)
         if self.consumers:
             self.postoffice.schedule(self)
+
+    def _account(self, size: int) -> None:
+        self.size += size
+        self.postoffice.account(self.address, size)
+
+    def _replace_last_value(self, ref: Ref) -> None:
+        """Last-value queue: a newer message with the same key replaces a waiting older one."""
+        key = ref.message.application_properties.get(self.last_value_key)
+        if key is None:
+            return
+        try:
+            old = self._last_values.get(key)
+        except TypeError:  # an unhashable value cannot be a key
+            return
+        self._last_values[key] = ref
+        if old is not None and old.consumer is None and (self.backlog.remove(old) or self.scheduled.remove(old)):
+            self._forget(old)
+            if old.durable:
+                self.postoffice.journal.submit([ports.DeleteReference(self.name, old.message.id)], None)
+
+    def _forget(self, ref: Ref) -> None:
+        """The ref has left the queue for good (acknowledged, replaced, moved)."""
+        self._account(-ref.message.size)
+        if self.last_value_key is not None:
+            key = ref.message.application_properties.get(self.last_value_key)
+            try:
+                if key is not None and self._last_values.get(key) is ref:
+                    del self._last_values[key]
+            except TypeError:
+                pass
+
+    # -- timers ----------------------------------------------------------------------------------
+    def _arm_timer(self) -> None:
+        due = self.scheduled.next_due()
+        if due is None or (self._timer is not None and self._timer_due <= due):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = self.postoffice.call_at(due, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self.deleted:
+            return
+        due = self.scheduled.pop_due(self.postoffice.clock.now_ms())
+        if due:
+            self.restore(due)
+        self._arm_timer()
 
     # -- consumers -------------------------------------------------------------------------------
     def add_consumer(self, consumer: Consumer) -> None:
         if consumer.browser:
-            consumer.snapshot = deque(self.messages)
+            consumer.snapshot = list(self.backlog)
+            consumer.snapshot.reverse()  # popped from the end: the head comes first
         self.consumers.append(consumer)
         self.ever_consumed = True
         self._consumers_changed()
 
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """The consumer's unsettled messages go back to the queue in their original order;
+        its message groups are free for the others."""
+        try:
+            self.consumers.remove(consumer)
+        except ValueError:
+            return
+        self._consumers_changed()
+        if self.groups:
+            self.groups = {g: c for g, c in self.groups.items() if c is not consumer}
+        back = list(consumer.in_flight)
+        consumer.in_flight.clear()
+        for ref in back:
+            ref.consumer = None
+            self.delivering -= 1
+            ref.delivery_count -= 1  # never seen by an application: not an attempt
+        self.restore(back)
+        self.postoffice.queue_idle_check(self)
+
     def _consumers_changed(self) -> None:
-        # Dispatch takes the fast path only when every consumer takes every message.
-        self._plain = not any(c.selector is not None or c.browser for c in self.consumers)
-        self._browsers = any(c.browser for c in self.consumers)
+        consumers = [c for c in self.consumers if not c.browser]
+        self._browsers = len(consumers) != len(self.consumers)
+        owner = None
+        if consumers and (self.exclusive or any(c.exclusive for c in consumers)):
+            owner = next((c for c in consumers if c.exclusive), consumers[0])
+        self._owner = owner
+        self._plain = (owner is None and not self._browsers and not self._groups_seen
+                       and all(c.selector is None for c in consumers)
+                       and len({c.priority for c in consumers}) <= 1)
         if self.selector_aware:
             self._refresh_selector_filter()
+        if self.consumers:
+            self.postoffice.schedule(self)
 
     def _refresh_selector_filter(self) -> None:
         """A selector-aware queue (virtual topics) takes only what one of its consumers'
@@ -188,79 +247,92 @@ class Queue:
         else:
             self.filter = lambda m: any(p(m) for p in predicates)
 
-    def remove_consumer(self, consumer: Consumer) -> None:
-        """The consumer's unsettled messages go back to the queue in their original order."""
-        try:
-            self.consumers.remove(consumer)
-        except ValueError:
-            return
-        self._consumers_changed()
-        back = list(consumer.in_flight)
-        consumer.in_flight.clear()
-        for ref in back:
-            ref.consumer = None
-            self.delivering -= 1
-            ref.delivery_count -= 1  # never seen by an application: not an attempt
-        self.restore(back)
-        self.postoffice.queue_idle_check(self)
-
     # -- dispatch --------------------------------------------------------------------------------
     def dispatch(self) -> None:
-        consumers = self.consumers
-        if not consumers:
+        if not self.consumers:
             return
-        if self.messages:
+        if self.backlog:
             if self._plain:
-                self._dispatch_simple(consumers)
+                self._dispatch_plain()
             else:
-                self._dispatch_scan(consumers)
+                self._dispatch_general()
         if self._browsers:
-            for c in consumers:
+            for c in self.consumers:
                 if c.browser and c.snapshot:
                     self._browse(c)
 
-    def _next_ready(self, consumers: list[Consumer]) -> Consumer | None:
+    def _next_ready(self) -> Consumer | None:
+        consumers = self.consumers
         n = len(consumers)
+        turn = self._turn
         for i in range(n):
-            c = consumers[(self._turn + i) % n]
-            if c.credit > 0 and not c.blocked and not c.browser:
-                self._turn = (self._turn + i + 1) % n
+            c = consumers[(turn + i) % n]
+            if c.credit > 0 and not c.blocked:
+                self._turn = (turn + i + 1) % n
                 return c
         return None
 
-    def _dispatch_simple(self, consumers: list[Consumer]) -> None:
-        messages = self.messages
-        while messages:
-            c = self._next_ready(consumers)
+    def _dispatch_plain(self) -> None:
+        """Every consumer takes every message: pop and deliver round-robin."""
+        backlog = self.backlog
+        now = 0
+        while backlog:
+            c = self._next_ready()
             if c is None:
                 return
-            ref = messages[0]
-            if ref.refused_by is not None and not c.accepts(ref):
-                self._dispatch_scan(consumers)
+            ref = backlog.popleft()
+            expiration = ref.message.expiration
+            if expiration:
+                now = now or self.postoffice.clock.now_ms()
+                if expiration <= now:
+                    self._expire(ref)
+                    continue
+            if ref.refused_by is not None and c.id in ref.refused_by:
+                backlog.restore([ref])
+                self._dispatch_general()
                 return
-            messages.popleft()
             self._deliver(c, ref)
 
-    def _dispatch_scan(self, consumers: list[Consumer]) -> None:
-        """General case: selectors or refusals mean a message may suit only some consumers."""
+    def _dispatch_general(self) -> None:
+        """Selectors, groups, priorities, exclusivity: each message picks its consumer."""
+        backlog = self.backlog
         kept: list[Ref] = []
-        messages = self.messages
-        n = len(consumers)
-        while messages:
-            ready = [c for c in consumers if c.credit > 0 and not c.blocked and not c.browser]
-            if not ready:
-                break
-            ref = messages.popleft()
-            for i in range(n):
-                c = consumers[(self._turn + i) % n]
-                if c.credit > 0 and not c.blocked and not c.browser and c.accepts(ref):
-                    self._turn = (self._turn + i + 1) % n
-                    self._deliver(c, ref)
-                    break
-            else:
+        now = self.postoffice.clock.now_ms()
+        candidates = [self._owner] if self._owner is not None else [c for c in self.consumers if not c.browser]
+        while backlog and any(c.credit > 0 and not c.blocked for c in candidates):
+            ref = backlog.popleft()
+            expiration = ref.message.expiration
+            if expiration and expiration <= now:
+                self._expire(ref)
+                continue
+            c = self._choose(ref, candidates)
+            if c is None:
                 kept.append(ref)
+                continue
+            self._deliver(c, ref)
         if kept:
-            messages.extendleft(reversed(kept))
+            backlog.restore(kept)
+
+    def _choose(self, ref: Ref, candidates: list[Consumer]) -> Consumer | None:
+        group = ref.message.group_id if self._groups_seen else None
+        if group is not None:
+            holder = self.groups.get(group)
+            if holder is not None:
+                return holder if holder.credit > 0 and not holder.blocked and holder.accepts(ref) else None
+        n = len(candidates)
+        turn = self._turn % n if n else 0
+        best = None
+        best_i = 0
+        for i in range(n):
+            c = candidates[(turn + i) % n]
+            if c.credit > 0 and not c.blocked and (best is None or c.priority > best.priority) and c.accepts(ref):
+                best, best_i = c, i
+        if best is None:
+            return None
+        self._turn = (turn + best_i + 1) % max(n, 1)
+        if group is not None:
+            self.groups[group] = best
+        return best
 
     def _deliver(self, c: Consumer, ref: Ref) -> None:
         ref.delivery_count += 1
@@ -268,13 +340,17 @@ class Queue:
         c.in_flight[ref] = None
         c.credit -= 1
         self.delivering += 1
+        if self._groups_seen:
+            message = ref.message
+            if message.group_id is not None and message.group_sequence in GROUP_CLOSE:
+                self.groups.pop(message.group_id, None)
         c.link.send(c, ref)
 
     def _browse(self, c: Consumer) -> None:
         snapshot = c.snapshot
         while snapshot and c.credit > 0 and not c.blocked:
-            ref = snapshot.popleft()
-            if ref.queue is not self or (c.selector is not None and not c.selector(ref.message)):
+            ref = snapshot.pop()
+            if c.selector is not None and not c.selector(ref.message):
                 continue
             c.credit -= 1
             c.link.send(c, ref)
@@ -292,16 +368,17 @@ class Queue:
         """Accepted: the message leaves the queue (durably before `done`)."""
         self._settle_out(ref)
         self.acked += 1
+        self._forget(ref)
         if ref.durable:
             self.postoffice.journal.submit([ports.DeleteReference(self.name, ref.message.id)], done)
         elif done is not None:
             done(None)
-        if not self.messages and not self.delivering:
+        if self.idle:
             self.postoffice.queue_idle_check(self)
 
     def release(self, ref: Ref, *, failed: bool = False, undeliverable: bool = False) -> None:
-        """Released / modified: back to the queue. `failed` counts the attempt (delivery-failed);
-        `undeliverable` keeps it from this consumer from now on."""
+        """Released / modified: back to the queue. `failed` counts the attempt (delivery-failed)
+        and applies the redelivery delay; `undeliverable` keeps it from this consumer."""
         c = self._settle_out(ref)
         if undeliverable and c is not None:
             if ref.refused_by is None:
@@ -309,23 +386,51 @@ class Queue:
             ref.refused_by.add(c.id)
         if not failed:
             ref.delivery_count -= 1
-        max_attempts = self.postoffice.settings_for(self.address.name).max_delivery_attempts
-        if failed and 0 < max_attempts <= ref.delivery_count:
+            self.restore([ref])
+            return
+        settings = self.postoffice.settings_for(self.address.name)
+        if 0 < settings.max_delivery_attempts <= ref.delivery_count:
             self.postoffice.dead_letter(ref, reason="max-delivery-attempts")
             return
-        if ref.durable and failed:
+        if ref.durable:
             self.postoffice.journal.submit(
                 [ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
-        self.restore([ref])
+        if settings.redelivery_delay_ms > 0:
+            self.scheduled.add(self.postoffice.clock.now_ms() + settings.redelivery_delay_ms, ref)
+            self._arm_timer()
+        else:
+            self.restore([ref])
 
     def reject(self, ref: Ref, done: Done | None = None) -> None:
         """Rejected: straight to the dead-letter address, no retry (Artemis)."""
         self._settle_out(ref)
         self.postoffice.dead_letter(ref, reason="rejected", done=done)
 
-    def remove_ref(self, ref: Ref) -> None:
-        """Take a waiting ref off the queue (dead-lettering, expiry)."""
-        try:
-            self.messages.remove(ref)
-        except ValueError:
-            pass
+    def take(self, ref: Ref) -> None:
+        """Take a ref off the queue for good (dead-lettering, expiry)."""
+        if ref.consumer is None:
+            self.backlog.remove(ref) or self.scheduled.remove(ref)
+        self._forget(ref)
+
+    def _expire(self, ref: Ref) -> None:
+        self.expired += 1
+        self.postoffice.expire(ref)
+
+    def expire_due(self, now: int) -> int:
+        """The periodic expiry scan: move every waiting expired message out."""
+        expired = [r for r in self.waiting() if 0 < r.message.expiration <= now]
+        for ref in expired:
+            self._expire(ref)
+        return len(expired)
+
+    def clear(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.postoffice.account(self.address, -self.size)
+        self.size = 0
+        self.backlog.clear()
+        self.scheduled.clear()
+
+
+__all__ = ["Queue", "Ref", "Consumer"]

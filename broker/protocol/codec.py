@@ -363,7 +363,7 @@ class Envelope:
     sections are. Built once on arrival; cheap (no properties decode)."""
 
     __slots__ = ("durable", "priority", "ttl", "first_acquirer", "header_end", "annotations",
-                 "properties_at", "app_properties_at", "bare_at")
+                 "properties_at", "properties_count", "app_properties_at", "bare_at")
 
     def __init__(self, buf: bytes):
         self.durable = False
@@ -373,6 +373,10 @@ class Envelope:
         self.header_end = 0  # bytes before this are the header section (0: none)
         self.annotations: dict | None = None
         self.properties_at = -1
+        # How many property fields are present (trailing nulls are left out when encoding):
+        # with 8 or fewer there is no absolute-expiry-time, with 10 or fewer no group-id, so
+        # most messages never need their properties decoded.
+        self.properties_count = 0
         self.app_properties_at = -1
         self.bare_at = 0  # where the bare message starts (after header and annotations)
         for descriptor, start, end in sections(buf):
@@ -399,6 +403,10 @@ class Envelope:
                 self.bare_at = end
             elif descriptor == PROPERTIES:
                 self.properties_at = start
+                p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+                code = buf[p]
+                self.properties_count = buf[p + 2] if code == 0xC0 else (
+                    _u32(buf, p + 5)[0] if code == 0xD0 else 0)
             elif descriptor == APPLICATION_PROPERTIES:
                 self.app_properties_at = start
                 break  # nothing routing needs comes after

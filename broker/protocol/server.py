@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 
@@ -15,6 +16,9 @@ from .connection import Connection
 from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
+
+# How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
+EXPIRY_SCAN_S = float(os.environ.get("HERMOD_EXPIRY_SCAN_MS", "5000")) / 1000.0
 
 
 class Server:
@@ -28,6 +32,7 @@ class Server:
         self._flush_scheduled = False
         self._listener: asyncio.base_events.Server | None = None
         self._stopping = asyncio.Event()
+        self._scan = None
         broker.postoffice.after_dispatch.append(self.flush)
 
     # -- output batching -----------------------------------------------------------------------
@@ -59,7 +64,16 @@ class Server:
                     log.exception("flush failed for %s", conn.peer)
 
     # -- lifecycle -----------------------------------------------------------------------------
+    def _expiry_scan(self) -> None:
+        """Expired messages are found on dispatch, and by this scan on queues nobody reads."""
+        try:
+            self.broker.postoffice.expire_scan()
+            self.flush()
+        finally:
+            self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
+
     async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
         self._listener = await self.loop.create_server(lambda: Connection(self), host, port,
                                                        reuse_address=True, backlog=1024)
         sock = self._listener.sockets[0].getsockname()
@@ -84,6 +98,8 @@ class Server:
         """Stop accepting, send every client an AMQP close, let the output go, then finish."""
         if self._listener is not None:
             self._listener.close()
+        if self._scan is not None:
+            self._scan.cancel()
         for conn in list(self.connections):
             conn.shutdown()
         self.flush()

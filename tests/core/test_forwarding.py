@@ -31,7 +31,7 @@ def po():
 
 
 def queue_bodies(po, name):
-    return [r.message.encoded.decode() for r in po.queues[name].messages]
+    return [r.message.encoded.decode() for r in po.queues[name].waiting()]
 
 
 def send(po, address, body, rt=None):
@@ -52,8 +52,8 @@ def test_non_exclusive_divert_copies_and_the_address_keeps_the_original(po):
     send(po, "orders", "o1")
     assert queue_bodies(po, "orders") == ["o1"]
     assert queue_bodies(po, "spy") == ["o1"]
-    copy = po.queues["spy"].messages[0].message
-    original = po.queues["orders"].messages[0].message
+    copy = po.queues["spy"].waiting()[0].message
+    original = po.queues["orders"].waiting()[0].message
     assert copy is not original and copy.id != original.id
     assert copy.annotations_added["x-opt-ORIG-ADDRESS"] == "orders"
     assert copy.annotations_added["x-opt-ORIG-QUEUE"] == "order-divert"

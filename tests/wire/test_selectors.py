@@ -39,7 +39,7 @@ def test_selector_on_a_topic_subscription_with_jms_header_names(broker):
         sender.send(Message(body=body, priority=priority))
     assert receive_bodies(urgent, 1) == ["high"]
     assert nothing_more(urgent)
-    assert receive_bodies(everyone, 3) == ["low", "high", "mid"]
+    assert sorted(receive_bodies(everyone, 3)) == ["high", "low", "mid"]
     conn.close()
 
 
