@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Installs and builds the interop clients; idempotent, and quick when everything is in place.
+#
+#   bash interop/setup.sh [rhea] [protonc]      (no argument: both; "jms" is an alias of rhea)
+#
+# rhea:    node + npm (apt-get install nodejs npm when missing), then `npm ci` into
+#          interop/rhea/node_modules when it is missing or was installed from another package-lock.json.
+# protonc: gcc, make and Debian's Proton C dev package (libqpid-proton<N>-dev) via
+#          apt-get when missing, then `make -C interop/protonc` (builds into interop/protonc/build).
+#
+# For each component one line on stdout:
+#   interop-setup: <component> ready
+#   interop-setup: <component> unavailable: <why>      (its toolchain cannot be installed here)
+# Exit status: 0 when every component is ready or unavailable, 1 when something failed that
+# should have worked (a compile error, a broken lockfile, ...).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LOG="$(mktemp)"
+trap 'rm -f "$LOG"' EXIT
+
+# One setup at a time (make test and a pytest session may both call this).
+if command -v flock >/dev/null 2>&1; then
+    exec 9<"${BASH_SOURCE[0]}"
+    flock 9
+fi
+
+if [ "$(id -u)" = 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+else
+    SUDO=(none)
+fi
+
+APT_UPDATED=0
+# apt_install PKG...: install Debian packages; refresh the package lists once if the first try fails.
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || { echo "no apt-get on this machine" >"$LOG"; return 1; }
+    [ "${SUDO[0]:-}" = none ] && { echo "not root and no password-less sudo" >"$LOG"; return 1; }
+    local apt=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -qq -o Dpkg::Use-Pty=0)
+    if "${apt[@]}" install --no-install-recommends "$@" >"$LOG" 2>&1; then return 0; fi
+    if [ "$APT_UPDATED" = 0 ]; then
+        APT_UPDATED=1
+        "${SUDO[@]}" apt-get update -qq >"$LOG" 2>&1 || return 1
+        "${apt[@]}" install --no-install-recommends "$@" >"$LOG" 2>&1 && return 0
+    fi
+    return 1
+}
+
+last_log_line() { tail -n 3 "$LOG" | tr '\n' ' ' | sed 's/  */ /g'; }
+
+FAILED=0
+ready() { echo "interop-setup: $1 ready"; }
+unavailable() { echo "interop-setup: $1 unavailable: $2"; }
+failed() { echo "interop-setup: $1 failed: $2"; FAILED=1; }
+
+setup_rhea() {
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        if ! apt_install nodejs npm; then
+            unavailable rhea "node/npm missing and apt-get install nodejs npm failed: $(last_log_line)"
+            return
+        fi
+    fi
+    # node_modules matches the lockfile when the copy npm ci left there is the same file
+    local dir="$HERE/rhea" stamp="$HERE/rhea/node_modules/.hermod-installed-lock.json"
+    if [ -f "$dir/node_modules/rhea/package.json" ] && cmp -s "$stamp" "$dir/package-lock.json"; then
+        ready rhea
+        return
+    fi
+    if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$LOG" 2>&1; then
+        cp "$dir/package-lock.json" "$stamp"
+        ready rhea
+    elif grep -qiE "ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|network" "$LOG"; then
+        unavailable rhea "npm ci cannot reach the npm registry: $(last_log_line)"
+    else
+        failed rhea "npm ci: $(last_log_line)"
+    fi
+}
+
+proton_dev_installed() {
+    # (Debian's libqpid-proton.pc computes a wrong includedir, so ask the compiler, not pkg-config)
+    command -v gcc >/dev/null 2>&1 && echo '#include <proton/proactor.h>' | gcc -E -x c - >/dev/null 2>&1
+}
+
+# Sets MISSING to the Debian packages the Proton C build still needs.
+protonc_missing() {
+    MISSING=()
+    command -v gcc >/dev/null 2>&1 || MISSING+=(gcc libc6-dev)
+    command -v make >/dev/null 2>&1 || MISSING+=(make)
+    if ! proton_dev_installed; then
+        # Debian names the package after the library's soname: libqpid-proton11-dev on bookworm.
+        local pkg
+        pkg="$(apt-cache search --names-only '^libqpid-proton[0-9]*-dev$' 2>/dev/null | awk '{print $1}' | sort -V | tail -n 1)"
+        MISSING+=("${pkg:-libqpid-proton11-dev}")
+    fi
+}
+
+setup_protonc() {
+    protonc_missing
+    if [ "${#MISSING[@]}" -gt 0 ] && ! apt_install "${MISSING[@]}"; then
+        # apt_install refreshed the package lists: the dev package's name may read differently now
+        local before="${MISSING[*]}"
+        protonc_missing
+        if [ "${MISSING[*]}" = "$before" ] || ! apt_install "${MISSING[@]}"; then
+            unavailable protonc "apt-get install ${MISSING[*]} failed: $(last_log_line)"
+            return
+        fi
+    fi
+    if make -s -C "$HERE/protonc" >"$LOG" 2>&1; then
+        ready protonc
+    else
+        failed protonc "make -C interop/protonc: $(last_log_line)"
+    fi
+}
+
+components=("$@")
+[ "${#components[@]}" -eq 0 ] && components=(rhea protonc)
+done_rhea=0
+for c in "${components[@]}"; do
+    case "$c" in
+        rhea|jms) [ "$done_rhea" = 1 ] || setup_rhea; done_rhea=1 ;;
+        protonc) setup_protonc ;;
+        *) echo "usage: $0 [rhea] [protonc] [jms]" >&2; exit 64 ;;
+    esac
+done
+exit "$FAILED"
