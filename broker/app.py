@@ -24,11 +24,12 @@ log = logging.getLogger("hermod")
 MANAGEMENT_ADDRESS = "hermod.management"
 
 
-def _annotate(message: Message, extra: dict, address: str) -> Message:
+def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = False) -> Message:
     """A copy of `message` with message annotations added, addressed to `address` (the codec
-    rewrites only the annotations section; the rest stays byte for byte)."""
+    rewrites only the annotations section, and the expiry fields when asked; the rest stays
+    byte for byte)."""
     encoded = codec.with_annotations(message.encoded, message.envelope, extra,
-                                     drop=("x-opt-routing-type",))
+                                     drop=("x-opt-routing-type",), clear_expiry=clear_expiry)
     return Message(encoded, codec.Envelope(encoded), address, None, message.container_id, message.arrival)
 
 

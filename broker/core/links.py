@@ -71,6 +71,7 @@ class ConsumerRequest:
     subscription_queue: str | None = None
     durable: bool = False
     shared: bool = False
+    exclusive: bool = False  # ActiveMQ's consumer.exclusive=true
 
 
 def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> Consumer:
@@ -160,7 +161,8 @@ def _attach(queue: Queue, req: ConsumerRequest, link, owner, selector_on_queue: 
         raise ResourceLimitExceeded(f"queue {queue.name} already has {len(queue.consumers)} consumers")
     selector = None if selector_on_queue else req.selector_predicate
     consumer = Consumer(queue, link, selector=selector, browser=req.browser, priority=req.priority,
-                        owner=owner, selector_text=None if selector_on_queue else req.selector)
+                        owner=owner, selector_text=None if selector_on_queue else req.selector,
+                        exclusive=req.exclusive)
     queue.add_consumer(consumer)
     return consumer
 

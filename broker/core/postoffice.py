@@ -429,7 +429,7 @@ class PostOffice:
             return None
         annotations = orig_annotations(message, via)
         annotations.update(extra)
-        copy = self.annotate(message, annotations, target)
+        copy = self.annotate(message, annotations, target, True)  # such copies never expire
         copy.id = self.next_message_id()
         self._ensure_move_queue(target)
         plan.extend(self.route(copy, target, None))

@@ -523,10 +523,20 @@ def with_delivery_count(buf: bytes, env: Envelope, delivery_count: int) -> bytes
     return header + buf[env.header_end:]
 
 
-def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = ()) -> bytes:
+def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = (),
+                     clear_expiry: bool = False) -> bytes:
     """The message with `extra` message annotations set (replacing same-named ones) and the keys
     in `drop` removed. Untouched annotations keep their exact encoding (a byte stays a byte);
-    everything else stays byte for byte; delivery annotations are dropped."""
+    everything else stays byte for byte; delivery annotations are dropped. `clear_expiry`
+    removes header.ttl and properties.absolute-expiry-time (dead-letter and expiry copies
+    never expire)."""
+    header = buf[:env.header_end]
+    bare = buf[env.bare_at:]
+    if clear_expiry:
+        if env.ttl:
+            header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0)
+        if env.properties_count > 8:
+            bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
     entries = [raw for key, raw in _raw_annotation_entries(buf) if key not in extra and key not in drop]
     entries += [encode(Symbol(k)) + encode(v) for k, v in extra.items()]
     section = b""
@@ -537,7 +547,32 @@ def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
             section = b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
         else:
             section = b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
-    return buf[:env.header_end] + section + buf[env.bare_at:]
+    return header + section + bare
+
+
+def _section_end(buf: bytes, start: int) -> int:
+    return skip(buf, start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1))
+
+
+def _without_absolute_expiry(buf: bytes, env: Envelope) -> bytes:
+    """The bare message up to the end of its properties section, with absolute-expiry-time
+    (field 8) set to null; the other fields keep their exact encoding."""
+    start = env.properties_at
+    p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    code = buf[p]
+    first = p + 3 if code == 0xC0 else p + 9
+    fields, q = [], first
+    for _ in range(env.properties_count):
+        end = skip(buf, q)
+        fields.append(bytes(buf[q:end]))
+        q = end
+    fields[8] = b"\x40"
+    body = b"".join(fields)
+    if len(body) + 1 < 256:
+        value = bytes((0xC0, len(body) + 1, len(fields))) + body
+    else:
+        value = b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)) + body
+    return buf[env.bare_at:start] + buf[start:p] + value
 
 
 def _raw_annotation_entries(buf: bytes) -> list[tuple[Any, bytes]]:

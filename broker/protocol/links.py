@@ -15,9 +15,9 @@ from proton._data import Described, PropertyDict, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message
-from . import codec, conditions
+from . import codec, conditions, coordinator
 from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
-                       read_terminus, split_composite, strip_consumer_priority,
+                       read_terminus, split_composite, address_options, consumer_priority,
                        subscription_queue_name)
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ _JMS_DEST_TYPES = {0: ANYCAST, 2: ANYCAST, 1: MULTICAST, 3: MULTICAST}
 
 PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_REJECTED,
                                                       lib.PN_RELEASED, lib.PN_MODIFIED)
+TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
 
 
 def set_condition(cond, name: str, description: str) -> None:
@@ -96,8 +97,8 @@ class ProducerLink:
     @classmethod
     def attach(cls, conn: Connection, link) -> ProducerLink | None:
         remote = read_terminus(lib.pn_link_remote_target(link))
-        if remote.coordinator:
-            raise errors.HermodError("transactions are not supported yet")
+        if remote.coordinator:  # [transactions]
+            return coordinator.CoordinatorLink.attach(conn, link)
         server = conn.broker.config.server
         if remote.dynamic:
             kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
@@ -164,13 +165,26 @@ class ProducerLink:
 
     def receive(self, d, data: bytes) -> None:
         presettled = lib.pn_delivery_settled(d)
+        # [transactions] A transfer in a transaction says so in its state (one integer test
+        # for every other transfer); its plan is held by the transaction, posted at commit.
+        txn = None
+        if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
+            txn = coordinator.transfer_transaction(self, d, presettled)
+            if txn is None:
+                return
+        # [/transactions]
         try:
             envelope = codec.Envelope(data)
         except codec.DecodeError as e:
             self._outcome(d, presettled, PN_REJECTED, conditions.DECODE_ERROR, str(e))
+            if txn is not None:  # [transactions]
+                coordinator.transfer_failed(txn, presettled, conditions.DECODE_ERROR, str(e))
             return
         target = self.target
         if target.parts is not None:
+            if txn is not None:  # [transactions]
+                coordinator.hold_send(d, presettled, txn, coordinator.composite_plan(self, data, envelope))
+                return
             self._receive_composite(d, data, envelope, presettled)
             return
         address = target.address
@@ -180,6 +194,8 @@ class ProducerLink:
             to = envelope.properties_of(data).get("to")
             if not to:
                 self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, "message has no 'to' address")
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, "message has no 'to' address")
                 return
             annotations = envelope.annotations
             if rt is None and annotations:
@@ -188,6 +204,8 @@ class ProducerLink:
                 address, rt, queue = self.broker.resolve_relay(to, rt)
             except errors.HermodError as e:
                 self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, str(e))
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, str(e))
                 return
         elif rt is None:
             rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
@@ -198,6 +216,9 @@ class ProducerLink:
             return
         po = self.postoffice
         plan = po.route(message, address, rt, queue)
+        if txn is not None:  # [transactions]
+            coordinator.hold_send(d, presettled, txn, plan)
+            return
         if presettled:
             po.post(plan)
             lib.pn_delivery_settle(d)
@@ -311,9 +332,9 @@ class ConsumerLink:
         if remote.dynamic:
             req = core_links.ConsumerRequest("", dynamic=True)
         else:
-            address, suffix_priority = strip_consumer_priority(remote.address)
-            if suffix_priority is not None:
-                priority = suffix_priority
+            address, options = address_options(remote.address)
+            if consumer_priority(options) is not None:
+                priority = consumer_priority(options)
             server = broker.config.server
             name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes)
             caps = set(remote.capabilities)
@@ -325,7 +346,8 @@ class ConsumerLink:
                 no_local_container=conn.container_id or "" if no_local is not None else None,
                 subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
                     conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
-                durable=remote.durable, shared=shared)
+                durable=remote.durable, shared=shared,
+                exclusive=options.get("consumer.exclusive", "").lower() == "true")
             handler.durable_subscription = remote.durable
         handler.browser = browser
         handler.consumers = handler._attach_parts(req, remote)
@@ -428,6 +450,7 @@ class ConsumerLink:
             return
         if d not in self.deliveries:
             if lib.pn_delivery_settled(d):
+                coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
                 lib.pn_delivery_settle(d)
             return
         ref = self.deliveries[d]
@@ -454,6 +477,9 @@ class ConsumerLink:
         elif state == PN_REJECTED:
             del self.deliveries[d]
             queue.reject(ref, self._settler(d))
+            return
+        elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
+            coordinator.acquire(self, d, ref, settled)
             return
         else:
             return  # e.g. a received state: not terminal

@@ -88,20 +88,25 @@ def parse_name(raw: str, capabilities: list[str], anycast_prefixes: tuple[str, .
     return Name(address, rt, queue)
 
 
-def strip_consumer_priority(address: str) -> tuple[str, int | None]:
-    """`orders?consumer-priority=5` -> ("orders", 5)."""
+def address_options(address: str) -> tuple[str, dict[str, str]]:
+    """`orders?consumer-priority=5&consumer.exclusive=true` -> ("orders", {...}): the query
+    options ActiveMQ clients put on a destination name."""
     base, sep, query = address.partition("?")
     if not sep:
-        return address, None
-    priority = None
+        return address, {}
+    options = {}
     for part in query.split("&"):
         key, _, value = part.partition("=")
-        if key == "consumer-priority":
-            try:
-                priority = int(value)
-            except ValueError:
-                pass
-    return base, priority
+        if key:
+            options[key] = value
+    return base, options
+
+
+def consumer_priority(options: dict[str, str]) -> int | None:
+    try:
+        return int(options["consumer-priority"])
+    except (KeyError, ValueError):
+        return None
 
 
 def subscription_queue_name(container_id: str | None, link_name: str, *, shared: bool,

@@ -19,7 +19,7 @@ class Copy(Message):
     __slots__ = ("annotations_added",)
 
 
-def annotate_copy(message, extra, address):
+def annotate_copy(message, extra, address, clear_expiry=False):
     copy = Copy(message.encoded, message.envelope, address, None, message.container_id)
     copy.annotations_added = extra
     return copy

@@ -197,7 +197,7 @@ def test_failed_deliveries_reach_max_attempts_then_dead_letter(po):
     po.settings = SettingsRepository([("#", {"max_delivery_attempts": 2})])
     c, s = consume(po, "w", credit=10)
     send(po, "w", "poison")
-    po.annotate = lambda m, extra, address: Message(m.encoded, m.envelope, address)
+    po.annotate = lambda m, extra, address, clear=False: Message(m.encoded, m.envelope, address)
     c.queue.release(s.got[-1], failed=True)
     po.run_dispatch()
     c.queue.release(s.got[-1], failed=True)
