@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install system-deps bench clean
+.PHONY: run test install system-deps interop-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,11 @@ system-deps:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
-test: $(STAMP) system-deps
+# Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
+interop-deps:
+	bash interop/setup.sh
+
+test: $(STAMP) system-deps interop-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

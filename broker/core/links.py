@@ -98,6 +98,9 @@ def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> C
         raise RoutingTypeMismatch(f"address {req.address} is not {rt}")
     if rt == ANYCAST:
         return _attach(_anycast_queue(po, address, req), req, link, owner)
+    # Distribution mode `copy` browses anycast queues only: JMS clients ask for it on every
+    # durable subscription, which is still consumed (Artemis does the same).
+    req.browser = False
     if req.queue is not None:
         queue = address.queues.get(req.queue)
         if queue is None:

@@ -44,6 +44,9 @@ def set_condition(cond, name: str, description: str) -> None:
 def refuse(link, name: str, description: str) -> None:
     """Refuse an attach: a null source/target in the reply, then a detach carrying the error."""
     set_condition(lib.pn_link_condition(link), name, description)
+    # An unspecified terminus is sent as null: JMS clients take any source as success.
+    lib.pn_terminus_set_type(lib.pn_link_source(link), lib.PN_UNSPECIFIED)
+    lib.pn_terminus_set_type(lib.pn_link_target(link), lib.PN_UNSPECIFIED)
     lib.pn_link_open(link)
     lib.pn_link_close(link)
 

@@ -58,15 +58,10 @@ def test_jms_durable_subscription_is_named_clientid_dot_name_and_unsubscribe_del
 
 
 # qpid-jms puts distribution-mode `copy` on every durable subscription's source (durable and
-# shared durable alike); the broker takes that for a browser (see interop/README.md, "Known
-# broker bugs"). These tests show what a JMS user would see; they pass once that is fixed.
-COPY_ON_DURABLE_SUBSCRIPTION = pytest.mark.xfail(
-    strict=True, reason="broker bug: distribution-mode copy on a durable subscription source makes it a "
-                        "browser (messages arriving while attached are not delivered, none is consumed)")
+# shared durable alike); the broker must still consume it (copy browses anycast queues only).
 BOUND = 3  # seconds: these clients give up (and the test fails) quickly while the bug is there
 
 
-@COPY_ON_DURABLE_SUBSCRIPTION
 def test_jms_durable_subscriber_gets_messages_published_while_it_listens(broker, jms):
     consumer = jms.start("consume", url=broker.url, topic="quotes.live", durable_subscription="live",
                          client_id="cid", count=3, timeout=BOUND)
@@ -75,7 +70,6 @@ def test_jms_durable_subscriber_gets_messages_published_while_it_listens(broker,
     assert consumer.finish().ok().bodies == bodies("message {n}", range(3))
 
 
-@COPY_ON_DURABLE_SUBSCRIPTION
 def test_jms_durable_subscriber_consumes_what_it_receives(broker, jms):
     sub = dict(url=broker.url, topic="quotes.kept", durable_subscription="kept", client_id="cid", timeout=BOUND)
     jms.run("consume", count=0, **sub).ok()
@@ -88,7 +82,6 @@ def test_jms_durable_subscriber_consumes_what_it_receives(broker, jms):
                message="cid.kept emptied by the subscriber's acks")
 
 
-@COPY_ON_DURABLE_SUBSCRIPTION
 def test_jms_shared_durable_subscription_with_client_id_splits_messages(broker, jms):
     consumers = jms.start("consume", url=broker.url, topic="orders.events", shared_subscription="audit",
                           durable=True, client_id="cid", consumers=2, count=6, timeout=BOUND)
@@ -104,7 +97,6 @@ def test_jms_shared_durable_subscription_with_client_id_splits_messages(broker, 
     assert sum(per) == 6 and all(n > 0 for n in per), got.transcript()
 
 
-@COPY_ON_DURABLE_SUBSCRIPTION
 def test_jms_shared_durable_subscription_without_client_id_is_global(broker, jms):
     consumers = jms.start("consume", url=broker.url, topic="alerts", shared_subscription="ops", durable=True,
                           consumers=2, count=4, timeout=BOUND)
@@ -149,8 +141,6 @@ def test_jms_consumer_with_selector(broker, jms):
     assert rest.bodies == bodies("message {n}", [1, 3, 4, 5])
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: a refused attach is answered with an empty source "
-                                       "instead of a null one, so qpid-jms's createConsumer() succeeds")
 def test_jms_consumer_with_invalid_selector_is_refused_before_it_opens(broker, jms):
     require_selectors()
     got = jms.run("consume", url=broker.url, queue="quotes", count=1, selector="region = ", timeout=BOUND)
