@@ -22,6 +22,7 @@ from .protocol.terminus import parse_name
 log = logging.getLogger("hermod")
 
 MANAGEMENT_ADDRESS = "hermod.management"
+RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page the rest in
 
 
 def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = False) -> Message:
@@ -48,13 +49,13 @@ class Broker:
             annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at)
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
-        self.producers_blocked = False
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
         """Recover what the store holds, then create the configured addresses and queues."""
-        recovered = self.journal.recover()
-        self.postoffice.recover(recovered, self.message_from_record)
+        window = RECOVERY_WINDOW if self.journal.durable else None
+        recovered = self.journal.recover(window=window) if window else self.journal.recover()
+        self.postoffice.recover(recovered, self.message_from_record, window)
         po = self.postoffice
         for a in self.config.addresses:
             po.create_address(a.name, set(a.routing))

@@ -24,7 +24,7 @@ def split_fqqn(name: str) -> tuple[str, str | None]:
 
 class Address:
     __slots__ = ("name", "routing_types", "auto_created", "queues", "anycast", "multicast", "_turn",
-                 "temporary", "forwarders", "wildcard", "size")
+                 "temporary", "forwarders", "wildcard", "size", "limit", "pages")
 
     def __init__(self, name: str, routing_types: set[str] | frozenset[str], auto_created: bool = False,
                  temporary: bool = False):
@@ -37,7 +37,9 @@ class Address:
         self.multicast: list[Queue] = []  # its own multicast queues, and wildcard subscriptions' queues
         self.forwarders: list = []  # diverts and composites bound here (forwarding.py)
         self.wildcard = is_wildcard(name)
-        self.size = 0  # bytes of messages on this address's queues
+        self.size = 0  # bytes of messages on this address's queues, in memory
+        self.limit = -1  # max_size_bytes from the settings (-1: none)
+        self.pages = False  # address_full_policy is "page"
         self._turn = 0
 
     def bind(self, queue: Queue) -> None:

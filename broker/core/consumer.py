@@ -14,7 +14,7 @@ class Ref:
     """One message on one queue: a multicast message is shared, each queue counts its own
     deliveries."""
 
-    __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable")
+    __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable", "paged")
 
     def __init__(self, message: Message, queue: Queue, delivery_count: int = 0):
         self.message = message
@@ -23,6 +23,7 @@ class Ref:
         self.consumer: Consumer | None = None
         self.refused_by: set[int] | None = None  # consumers that said undeliverable-here
         self.durable = queue.durable and message.durable and queue.postoffice.journal.durable
+        self.paged = False  # sent to the store only (page policy), not kept in memory
 
     def __lt__(self, other: Ref) -> bool:
         return self.message.id < other.message.id

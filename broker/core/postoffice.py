@@ -14,6 +14,7 @@ from typing import Callable
 from . import ports
 from .address import Address
 from .errors import AddressNotFound, HermodError, QueueNotFound
+from .flow import FlowControl
 from .forwarding import Entry, Forwarder, orig_annotations
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
@@ -66,6 +67,8 @@ class PostOffice:
         self.clock = clock or WallClock()
         self.annotate = annotate
         self.compile_filter = compile_filter
+        self.defer = defer or (lambda fn: fn())
+        self.flow = FlowControl(self)
         self.timers = None if call_at is not None else NoTimers()
         self.call_at = call_at or self.timers.call_at
         self.memory_used = 0  # bytes of messages on all queues
@@ -74,6 +77,7 @@ class PostOffice:
         self._ids = itertools.count(1)
         self._dirty: dict[Queue, None] = {}
         self._unconfirmed = 0  # posts handed to the journal and not yet committed
+        self.message_from_record: Callable[[ports.MessageRecord], Message] | None = None
         self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
         self.forwarders: list[Forwarder] = []
         self._dispatch_scheduled = False
@@ -113,6 +117,9 @@ class PostOffice:
         address = self.addresses.get(name)
         if address is None:
             address = Address(name, set(routing_types), auto_created=auto_created, temporary=temporary)
+            settings = self.settings_for(name)
+            address.limit = settings.max_size_bytes
+            address.pages = settings.address_full_policy == "page"
             self.addresses[name] = address
             self._bind_wildcards(address)
             if persist and not temporary:
@@ -365,6 +372,11 @@ class PostOffice:
                 message.id = self.next_message_id()
             mine = [Ref(message, q) for q in queues]
             refs.extend(mine)
+            for r in mine:
+                q = r.queue
+                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size
+                               and self.flow.pages(q)):
+                    r.paged = r.durable = True  # the store holds it; memory only a count
             durable = [r for r in mine if r.durable]
             if durable:
                 ops.append(ports.AddMessage(self.message_record(message)))
@@ -384,7 +396,10 @@ class PostOffice:
             self._unconfirmed -= 1
             if error is None:
                 for r in refs:
-                    r.queue.enqueue(r)
+                    if r.paged:
+                        r.queue.page_out(r)
+                    else:
+                        r.queue.enqueue(r)
             if done is not None:
                 done(error)
 
@@ -401,6 +416,8 @@ class PostOffice:
         """Bytes of messages on the queues of `address` (flow control, memory limit)."""
         address.size += delta
         self.memory_used += delta
+        if delta < 0:
+            self.flow.released()
 
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
         """Move a message to its queue's dead-letter address: the removal and the copy are one
@@ -451,8 +468,11 @@ class PostOffice:
         return sum(q.expire_due(now) for q in list(self.queues.values()) if not q.deleted)
 
     # -- recovery ---------------------------------------------------------------------------------
-    def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message]) -> None:
-        """Rebuild addresses, queues and messages from the store, in their original order."""
+    def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message],
+                window: int | None = None) -> None:
+        """Rebuild addresses, queues and messages from the store, in their original order. With
+        a `window`, a queue that has more in the store reads the rest as consumers drain it."""
+        self.message_from_record = make_message
         for a in recovered.addresses:
             self.create_address(a.name, a.routing_types, auto_created=a.auto_created, persist=False)
         for q in recovered.queues:
@@ -470,6 +490,8 @@ class PostOffice:
                 if message is None:
                     message = shared[s.message.id] = make_message(s.message)
                 queue.recover(Ref(message, queue, s.delivery_count))
+            if window is not None and len(stored) >= window:
+                queue.paged = -1  # more in the store than the window: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
 
 

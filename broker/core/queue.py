@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 Done = Callable[[BaseException | None], None]
 
-GROUP_CLOSE = (-1, 0xFFFFFFFF)  # group-sequence read as signed 32-bit: -1 closes the group
+GROUP_CLOSE = (-1, 0xFFFFFFFF)
+PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
 
 
 def _take_nothing(message: Message) -> bool:
@@ -75,19 +76,22 @@ class Queue:
         self.added = 0
         self.acked = 0
         self.expired = 0
-        self.size = 0  # bytes of the messages on this queue (waiting, scheduled, delivering)
+        self.size = 0  # bytes of messages on this queue in memory (waiting, scheduled, delivering)
+        self.paged = 0  # messages in the store only (page policy); -1: unknown, read until empty
+        self._cursor = 0  # highest message id this queue has had in memory
+        self._reading = False
         self.deleted = False
         self.ever_consumed = False
 
     # -- state ---------------------------------------------------------------------------------
     @property
     def message_count(self) -> int:
-        """Messages on the queue, including scheduled ones and those out with consumers."""
-        return len(self.backlog) + len(self.scheduled) + self.delivering
+        """Messages on the queue, including scheduled, paged, and out with consumers."""
+        return len(self.backlog) + len(self.scheduled) + self.delivering + max(self.paged, 0)
 
     @property
     def idle(self) -> bool:
-        return not self.backlog and not self.scheduled and not self.delivering
+        return not self.backlog and not self.scheduled and not self.delivering and not self.paged
 
     def record(self) -> ports.QueueRecord:
         return ports.QueueRecord(
@@ -107,6 +111,8 @@ class Queue:
     def enqueue(self, ref: Ref) -> None:
         self.added += 1
         message = ref.message
+        if message.id > self._cursor:
+            self._cursor = message.id
         self._account(message.size)
         if self.last_value_key is not None:
             self._replace_last_value(ref)
@@ -121,6 +127,35 @@ class Queue:
         self.backlog.append(ref)
         if self.consumers:
             self.postoffice.schedule(self)
+
+    def page_out(self, ref: Ref) -> None:
+        """Page policy: the ref is in the store only; read back when the window drains."""
+        self.added += 1
+        self.paged += 1
+
+    def _page_in(self) -> None:
+        """Read the next window of paged messages when the one in memory runs low."""
+        if self._reading or not self.paged or len(self.backlog) >= PAGE_WINDOW // 2 or self.deleted:
+            return
+        self._reading = True
+        self.postoffice.journal.read_page(self.name, self._cursor, PAGE_WINDOW, self._paged_in)
+
+    def _paged_in(self, stored: list) -> None:
+        self._reading = False
+        if self.deleted:
+            return
+        if not stored:
+            self.paged = 0  # nothing more in the store
+            return
+        make = self.postoffice.message_from_record
+        for s in stored:
+            ref = Ref(make(s.message), self, s.delivery_count)
+            ref.durable = True
+            self.paged -= 1 if self.paged > 0 else 0
+            self.recover(ref)
+        if self.paged == 0 and len(stored) == PAGE_WINDOW:
+            self.paged = -1  # more than we counted (after a restart): keep reading
+        self._page_in()
 
     def recover(self, ref: Ref) -> None:
         """A ref read back from the store at start: in order, not counted as a new arrival."""
@@ -249,6 +284,8 @@ class Queue:
 
     # -- dispatch --------------------------------------------------------------------------------
     def dispatch(self) -> None:
+        if self.paged:
+            self._page_in()
         if not self.consumers:
             return
         if self.backlog:

@@ -19,7 +19,8 @@ class Management:
         for q in sorted(self.broker.postoffice.queues.values(), key=lambda q: (q.address.name, q.name)):
             rows.append({"address": q.address.name, "queue": q.name, "routing_type": q.routing_type,
                          "durable": q.durable, "messages": q.message_count,
-                         "consumers": len(q.consumers), "added": q.added, "acked": q.acked})
+                         "consumers": len(q.consumers), "added": q.added, "acked": q.acked,
+                         "paged": max(q.paged, 0), "bytes_in_memory": q.size})
         return rows
 
     def address_stats(self) -> list[dict]:

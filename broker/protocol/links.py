@@ -14,6 +14,7 @@ from cproton_ffi import ffi, lib
 from proton._data import Described, PropertyDict, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
+from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator
 from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
@@ -162,9 +163,22 @@ class ProducerLink:
             lib.pn_link_advance(link)
             self.receive(d, data)
             d = current(link)
-        credit = lib.pn_link_credit(link)
-        if credit < PRODUCER_CREDIT_LOW and not self.broker.producers_blocked:
-            lib.pn_link_flow(link, PRODUCER_CREDIT - credit)
+        if lib.pn_link_credit(link) < PRODUCER_CREDIT_LOW:
+            self._top_up_credit()
+
+    def _top_up_credit(self) -> None:
+        """Credit back up to the window, unless the target is full under the block policy (or
+        the broker is over its memory limit): then the producer waits for room."""
+        if not self.active:
+            return
+        flow = self.postoffice.flow
+        if flow.may_grant_credit(self.target.address):
+            credit = lib.pn_link_credit(self.link)
+            if credit < PRODUCER_CREDIT_LOW:
+                lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
+                self.conn.server.mark(self.conn)
+        else:
+            flow.wait(self, self._top_up_credit)
 
     def receive(self, d, data: bytes) -> None:
         presettled = lib.pn_delivery_settled(d)
@@ -212,6 +226,14 @@ class ProducerLink:
                 return
         elif rt is None:
             rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
+        verdict = self.postoffice.flow.verdict(address)
+        if verdict is not None and verdict in (FAIL, DROP):
+            if verdict == FAIL:
+                self._outcome(d, presettled, PN_REJECTED, conditions.RESOURCE_LIMIT_EXCEEDED,
+                              f"Address is full: {address}")
+            else:
+                self._outcome(d, presettled, PN_ACCEPTED)
+            return
         message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
         if address == self.broker.management_address:
             self.conn.server.management.handle(message)
@@ -280,6 +302,7 @@ class ProducerLink:
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
+        self.postoffice.flow.forget(self)
         if self.temporary and self.target.address:
             po = self.postoffice
             if self.target.address in po.queues:

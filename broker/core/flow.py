@@ -1,0 +1,90 @@
+"""Flow control under pressure: per-address `max_size_bytes` with `address_full_policy`, and a
+memory limit for the whole broker, so a flood of messages never runs the broker out of memory.
+
+When an address holds `max_size_bytes` or more in memory:
+
+- `page`: new messages for its durable queues go to the store only; each queue keeps a window in
+  memory and reads the rest back as consumers drain it (needs a durable store; with the
+  in-memory store `page` acts as `block`);
+- `block`: producers get no more credit until there is room again;
+- `fail`: new messages are rejected with `amqp:resource-limit-exceeded` ("Address is full");
+- `drop`: new messages are accepted and thrown away.
+
+Over the broker-wide limit, every producer is blocked.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .postoffice import PostOffice
+
+PAGE, BLOCK, FAIL, DROP = "page", "block", "fail", "drop"
+RESUME_AT = 0.9  # blocked producers resume below this share of a limit
+
+
+def default_memory_limit() -> int:
+    """HERMOD_MAX_MEMORY_MB, else a quarter of the machine's memory (256 MiB to 8 GiB)."""
+    configured = os.environ.get("HERMOD_MAX_MEMORY_MB")
+    if configured:
+        return int(configured) * 1024 * 1024
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 * 1024 ** 3
+    return max(256 * 1024 ** 2, min(8 * 1024 ** 3, total // 4))
+
+
+class FlowControl:
+    def __init__(self, postoffice: PostOffice, memory_limit: int | None = None):
+        self.postoffice = postoffice
+        self.memory_limit = memory_limit if memory_limit is not None else default_memory_limit()
+        self._waiting: dict[object, Callable[[], None]] = {}  # blocked producers' resume callbacks
+        self._wake_scheduled = False
+
+    def verdict(self, address_name: str | None) -> str | None:
+        """What to do with a new message for `address_name` now: None (go ahead), or a policy."""
+        po = self.postoffice
+        if address_name is not None:
+            address = po.addresses.get(address_name)
+            if address is not None and 0 <= address.limit <= address.size:
+                policy = po.settings_for(address_name).address_full_policy
+                if policy == PAGE and not po.journal.durable:
+                    return BLOCK
+                return policy
+        if po.memory_used >= self.memory_limit:
+            return BLOCK
+        return None
+
+    def may_grant_credit(self, address_name: str | None) -> bool:
+        return self.verdict(address_name) not in (BLOCK,)
+
+    def wait(self, key: object, resume: Callable[[], None]) -> None:
+        """A producer that was refused credit: `resume()` once there may be room."""
+        self._waiting[key] = resume
+
+    def forget(self, key: object) -> None:
+        self._waiting.pop(key, None)
+
+    def released(self) -> None:
+        """Messages left memory: wake blocked producers (once per reactor turn)."""
+        if self._waiting and not self._wake_scheduled:
+            self._wake_scheduled = True
+            self.postoffice.defer(self._wake)
+
+    def _wake(self) -> None:
+        self._wake_scheduled = False
+        waiting, self._waiting = self._waiting, {}
+        for resume in waiting.values():
+            resume()  # a producer still over a limit registers again
+
+    def pages(self, queue) -> bool:
+        """Does a new message for `queue` go to the store only (page policy)?"""
+        if queue.paged:
+            return True  # keep order: once paging, a queue pages until it has read everything back
+        if not queue.durable or not self.postoffice.journal.durable:
+            return False
+        address = queue.address
+        settings = self.postoffice.settings_for(address.name)
+        return (settings.address_full_policy == PAGE and 0 <= settings.max_size_bytes <= address.size)
