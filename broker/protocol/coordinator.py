@@ -1,0 +1,330 @@
+"""Transaction coordinator: the link a client declares and discharges local transactions on,
+and the two places transactions touch the other links.
+
+- Coordinator link (target `coordinator`): a `declare` gets `declared{txn-id}`; a `discharge`
+  commits (`fail` false) or rolls back, answered `accepted` once done. An unknown txn-id is
+  `rejected` with `amqp:illegal-state`; committing a rollback-only transaction is `rejected`
+  with the cause recorded when it was marked.
+- Producer links: a transfer whose state is `transactional-state{txn-id}` is routed at once
+  but held by the transaction (posted at commit) and settled at once with
+  `transactional-state{txn-id, accepted}`.
+- Consumer links: a disposition `transactional-state{txn-id, accepted}` hands the delivery to
+  the transaction: acknowledged and settled at commit, given back at rollback.
+
+Transactions belong to the connection (any session and link of it may use one), and roll back
+when the coordinator link that declared them goes away. Everything here is off the
+per-message path of non-transactional traffic: links.py calls in only when a delivery's state
+says it is transactional (0x34), so Proton's data wrappers are fine for reading txn-ids.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from typing import TYPE_CHECKING
+
+import cproton
+from cproton_ffi import ffi, lib
+from proton import Message as AmqpMessage
+from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
+
+from ..core.message import Message
+from ..core.transactions import Transaction, Transactions, UnknownTransaction
+from . import conditions
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger("hermod.transactions")
+
+DECLARED = 0x33
+TRANSACTIONAL_STATE = 0x34
+_DECLARE = (0x31, "amqp:declare:list")
+_DISCHARGE = (0x32, "amqp:discharge:list")
+_ACCEPTED = (0x24, "amqp:accepted:list")
+CAPABILITIES = ("amqp:local-transactions", "amqp:multi-txns-per-ssn", "amqp:multi-ssns-per-txn")
+COORDINATOR_CREDIT = 100
+_ACCEPTED_OUTCOME = Described(ulong(0x24), [])
+
+
+class TransferFailed(Exception):
+    """Why a rollback-only transaction cannot commit, when the cause was an AMQP outcome."""
+
+    def __init__(self, condition: str, description: str):
+        super().__init__(description)
+        self.condition = condition
+
+
+class _ConnectionState:
+    """What one connection knows about transactions: the open ones, and the consumer
+    deliveries they hold (so a client that settles one later is noticed)."""
+
+    __slots__ = ("transactions", "held", "__weakref__")
+
+    def __init__(self):
+        self.transactions = Transactions()
+        self.held: dict = {}  # (ConsumerLink, pn_delivery_t*) -> Acquisition
+
+
+# Kept beside the connection rather than on it: Connection knows nothing of transactions.
+_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _state(conn: Connection) -> _ConnectionState:
+    state = _states.get(conn)
+    if state is None:
+        state = _states[conn] = _ConnectionState()
+    return state
+
+
+def _set_condition(disposition, name: str, description: str) -> None:
+    cond = lib.pn_disposition_condition(disposition)
+    cproton.pn_condition_set_name(cond, name)
+    cproton.pn_condition_set_description(cond, description)
+
+
+def _binary(value) -> bytes | None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return None
+
+
+def _transactional_state(d) -> tuple[bytes | None, object]:
+    """The (txn-id, outcome) of a delivery's remote `transactional-state`."""
+    fields = dat2obj(lib.pn_disposition_data(lib.pn_delivery_remote(d)))
+    if not isinstance(fields, list) or not fields:
+        return None, None
+    return _binary(fields[0]), fields[1] if len(fields) > 1 else None
+
+
+def _is_accepted(outcome) -> bool:
+    return isinstance(outcome, Described) and outcome.descriptor in _ACCEPTED
+
+
+def _condition_of(error: BaseException) -> str:
+    return getattr(error, "condition", None) or conditions.condition_for(error)
+
+
+# -- producer links ----------------------------------------------------------------------------
+def transfer_transaction(link, d, presettled: bool) -> Transaction | None:
+    """The open transaction a transactional transfer names; None (and the transfer refused)
+    when there is none."""
+    state = _states.get(link.conn)
+    txn_id, _ = _transactional_state(d)
+    txn = state.transactions.find(txn_id) if state is not None else None
+    if txn is None:
+        link._outcome(d, presettled, lib.PN_REJECTED, conditions.ILLEGAL_STATE,
+                      f"unknown transaction {txn_id!r}")
+    return txn
+
+
+def hold_send(d, presettled: bool, txn: Transaction, plan) -> None:
+    """Keep a routed message for commit; settle its transfer now, accepted in the transaction."""
+    txn.add_send(plan)
+    if not presettled:
+        obj2dat([txn.id, _ACCEPTED_OUTCOME], lib.pn_disposition_data(lib.pn_delivery_local(d)))
+        lib.pn_delivery_update(d, TRANSACTIONAL_STATE)
+    lib.pn_delivery_settle(d)
+
+
+def transfer_failed(txn: Transaction, presettled: bool, condition: str, description: str) -> None:
+    """A presettled transactional transfer that could not be taken is dropped; the client
+    cannot know, so its transaction must not commit."""
+    if presettled:
+        txn.mark_rollback_only(TransferFailed(condition, description))
+
+
+def composite_plan(link, data: bytes, envelope):
+    """The plan of a transfer on a client-side composite target: one copy to each part."""
+    po = link.postoffice
+    now = int(time.time() * 1000)
+    plan = []
+    for part in link.target.parts:
+        message = Message(data, envelope, part.address, part.routing_type, link.container_id, now)
+        plan.extend(po.route(message, part.address, part.routing_type, part.queue))
+    return plan
+
+
+# -- consumer links ----------------------------------------------------------------------------
+def acquire(link, d, ref, settled: bool) -> None:
+    """A consumer's `transactional-state` disposition. Only `{txn, accepted}` is acted on:
+    the delivery is handed to the transaction. A settled disposition that cannot be acted on
+    (unknown transaction, another outcome) gives the message back to its queue."""
+    state = _states.get(link.conn)
+    txn_id, outcome = _transactional_state(d)
+    txn = state.transactions.find(txn_id) if state is not None else None
+    if txn is None or not _is_accepted(outcome):
+        if settled:
+            del link.deliveries[d]
+            ref.queue.release(ref)
+            lib.pn_delivery_settle(d)
+        return
+    del link.deliveries[d]
+    acquisition = txn.acquire(ref, (link, d), settled)
+    if settled:
+        acquisition.handle = None
+        lib.pn_delivery_settle(d)
+    else:
+        state.held[(link, d)] = acquisition
+
+
+def forget_delivery(link, d) -> None:
+    """The client settled a delivery we no longer track: if a transaction holds it, note that
+    the delivery is gone (the caller settles it)."""
+    state = _states.get(link.conn)
+    if state is not None and state.held:
+        acquisition = state.held.pop((link, d), None)
+        if acquisition is not None:
+            acquisition.settled = True
+            acquisition.handle = None
+
+
+def _finish_deliveries(state: _ConnectionState, txn: Transaction, committed: bool) -> None:
+    """After a discharge: settle what was acknowledged; give back what stays with its consumer."""
+    for a in txn.acquired:
+        if a.handle is None:
+            continue
+        link, d = a.handle
+        a.handle = None
+        state.held.pop((link, d), None)
+        if not link.active:
+            continue  # the link is gone, and its deliveries with it
+        if not committed and a.kept:
+            link.deliveries[d] = a.ref
+        else:
+            lib.pn_delivery_settle(d)
+        link.conn.server.mark(link.conn)
+
+
+# -- the coordinator link ----------------------------------------------------------------------
+class CoordinatorLink:
+    """The link a client sends `declare` and `discharge` on."""
+
+    __slots__ = ("conn", "link", "state", "postoffice", "name", "active")
+
+    def __init__(self, conn: Connection, link):
+        self.conn = conn
+        self.link = link
+        self.state = _state(conn)
+        self.postoffice = conn.broker.postoffice
+        self.name = cproton.pn_link_name(link)
+        self.active = True
+
+    @classmethod
+    def attach(cls, conn: Connection, link) -> CoordinatorLink:
+        handler = cls(conn, link)
+        target = lib.pn_link_target(link)
+        lib.pn_terminus_copy(target, lib.pn_link_remote_target(link))
+        caps = lib.pn_terminus_capabilities(target)
+        lib.pn_data_clear(caps)
+        obj2dat(SymbolList([symbol(c) for c in CAPABILITIES]), caps)
+        lib.pn_terminus_copy(lib.pn_link_source(link), lib.pn_link_remote_source(link))
+        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        lib.pn_link_open(link)
+        lib.pn_link_flow(link, COORDINATOR_CREDIT)
+        return handler
+
+    def on_delivery(self, d) -> None:
+        link = self.link
+        d = lib.pn_link_current(link)
+        while d != ffi.NULL and lib.pn_delivery_readable(d) and not lib.pn_delivery_partial(d):
+            if lib.pn_delivery_aborted(d):
+                lib.pn_link_advance(link)
+                lib.pn_delivery_settle(d)
+            else:
+                size = lib.pn_delivery_pending(d)
+                buf = ffi.new("char[]", max(size, 1))
+                got = lib.pn_link_recv(link, buf, size)
+                data = ffi.unpack(buf, got) if got > 0 else b""
+                lib.pn_link_advance(link)
+                self._control(d, data, bool(lib.pn_delivery_settled(d)))
+            d = lib.pn_link_current(link)
+        credit = lib.pn_link_credit(link)
+        if credit < COORDINATOR_CREDIT // 2:
+            lib.pn_link_flow(link, COORDINATOR_CREDIT - credit)
+
+    def _control(self, d, data: bytes, presettled: bool) -> None:
+        try:
+            message = AmqpMessage()
+            message.decode(data)
+            body = message.body
+        except Exception as e:  # noqa: BLE001 - a bad control message is refused, not fatal
+            self._reply(d, presettled, lib.PN_REJECTED, conditions.DECODE_ERROR, f"bad control message: {e}")
+            return
+        descriptor = body.descriptor if isinstance(body, Described) else None
+        fields = body.value if isinstance(body, Described) and isinstance(body.value, list) else []
+        if descriptor in _DECLARE:
+            self._declare(d, fields, presettled)
+        elif descriptor in _DISCHARGE:
+            self._discharge(d, fields, presettled)
+        else:
+            self._reply(d, presettled, lib.PN_REJECTED, conditions.DECODE_ERROR,
+                        "expected a declare or discharge")
+
+    def _declare(self, d, fields: list, presettled: bool) -> None:
+        if fields and fields[0] is not None:
+            self._reply(d, presettled, lib.PN_REJECTED, conditions.NOT_IMPLEMENTED,
+                        "global transactions are not supported")
+            return
+        txn = self.state.transactions.declare(owner=self)
+        log.debug("declared %r on %s", txn.id, self.conn.peer)
+        self._reply(d, presettled, DECLARED, data=[txn.id])
+
+    def _discharge(self, d, fields: list, presettled: bool) -> None:
+        txn_id = _binary(fields[0]) if fields else None
+        fail = bool(fields[1]) if len(fields) > 1 else False
+        try:
+            txn = self.state.transactions.discharge(txn_id)
+        except UnknownTransaction as e:
+            self._reply(d, presettled, lib.PN_REJECTED, conditions.ILLEGAL_STATE, str(e))
+            return
+        state = self.state
+        if fail:
+            txn.rollback()
+            _finish_deliveries(state, txn, committed=False)
+            self._reply(d, presettled, lib.PN_ACCEPTED)
+            return
+
+        def done(error: BaseException | None) -> None:
+            _finish_deliveries(state, txn, committed=error is None)
+            if not self.active:
+                return  # the link (and the discharge delivery) is gone
+            if error is None:
+                self._reply(d, presettled, lib.PN_ACCEPTED)
+            else:
+                log.info("commit of %r on %s failed: %s", txn.id, self.conn.peer, error)
+                self._reply(d, presettled, lib.PN_REJECTED, _condition_of(error), str(error))
+
+        txn.commit(self.postoffice, done)
+
+    def _reply(self, d, presettled: bool, outcome: int, condition: str | None = None,
+               description: str = "", data: list | None = None) -> None:
+        if not presettled:
+            local = lib.pn_delivery_local(d)
+            if data is not None:
+                obj2dat(data, lib.pn_disposition_data(local))
+            if condition is not None:
+                _set_condition(local, condition, description)
+            lib.pn_delivery_update(d, outcome)
+        lib.pn_delivery_settle(d)
+        self.conn.server.mark(self.conn)
+
+    def on_flow(self) -> None:
+        pass
+
+    def set_blocked(self, blocked: bool) -> None:
+        pass
+
+    def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        """Transactions declared here and not discharged roll back."""
+        self.active = False
+        state = self.state
+        for txn in state.transactions.owned_by(self):
+            state.transactions.active.pop(txn.id, None)
+            txn.rollback()
+            _finish_deliveries(state, txn, committed=False)
+
+
+__all__ = ["CoordinatorLink", "TRANSACTIONAL_STATE", "acquire", "forget_delivery", "hold_send",
+           "transfer_failed", "transfer_transaction", "composite_plan"]
