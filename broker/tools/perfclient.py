@@ -504,6 +504,8 @@ def run(url_host: str, url_port: int, address: str, *, mode: str, count: int, si
     result = Result(mode)
     client = Client(url_host, url_port, hostname)
     deadline = time.monotonic() + timeout
+    producer: Producer | None = None
+    consumer: Consumer | None = None
     try:
         # The consumer attaches first: with brokers that create a queue on a consumer's attach,
         # the producer's first message must find it.
@@ -546,10 +548,9 @@ def run(url_host: str, url_port: int, address: str, *, mode: str, count: int, si
         result.error = str(e)
     finally:
         try:
-            result.sent = producer.sent if "producer" in locals() else 0
-            result.acked = producer.acked if "producer" in locals() else 0
-            result.rejected = producer.rejected if "producer" in locals() else 0
-            if "consumer" in locals():
+            if producer is not None:
+                result.sent, result.acked, result.rejected = producer.sent, producer.acked, producer.rejected
+            if consumer is not None:
                 result.received = consumer.received
                 result.out_of_order = consumer.out_of_order
                 result.unstamped = consumer.unstamped
