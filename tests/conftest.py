@@ -3,9 +3,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from hermod_testing import BrokerProcess
+
+# CI runs the same examples every time (a failure is then reproducible, never a flake);
+# HYPOTHESIS_PROFILE=explore searches afresh.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture
 def start_broker(tmp_path):
