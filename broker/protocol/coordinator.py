@@ -200,6 +200,8 @@ def _finish_deliveries(state: _ConnectionState, txn: Transaction, committed: boo
 class CoordinatorLink:
     """The link a client sends `declare` and `discharge` on."""
 
+    is_producer = False  # each delivery is handled on its own event (connection.process)
+
     __slots__ = ("conn", "link", "state", "postoffice", "name", "active")
 
     def __init__(self, conn: Connection, link):

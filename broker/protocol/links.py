@@ -231,6 +231,9 @@ class ProducerLink:
             if verdict == FAIL:
                 self._outcome(d, presettled, PN_REJECTED, conditions.RESOURCE_LIMIT_EXCEEDED,
                               f"Address is full: {address}")
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.RESOURCE_LIMIT_EXCEEDED,
+                                                f"Address is full: {address}")
             else:
                 self._outcome(d, presettled, PN_ACCEPTED)
             return

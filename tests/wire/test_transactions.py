@@ -417,6 +417,28 @@ def test_commit_of_a_rollback_only_transaction_is_rejected_with_the_recorded_cau
     plain.close()
 
 
+def test_a_presettled_send_to_a_full_address_dooms_the_transaction(start_broker):
+    b = start_broker(config="""
+[[address_settings]]
+match = "full.#"
+max_size_bytes = 2000
+address_full_policy = "fail"
+""")
+    client = TxClient(b.url)
+    sender = client.sender("full.tx")
+    for _ in range(100):  # fill the address until the fail policy refuses
+        state, _, condition = client.send(sender, b"x" * 500).result(TIMEOUT)
+        if state == Delivery.REJECTED:
+            assert condition == "amqp:resource-limit-exceeded"
+            break
+    else:
+        raise AssertionError("the address never filled up")
+    txn = client.declare()
+    client.send_presettled(client.sender("full.tx", name="presettled", options=AtMostOnce()), b"y" * 500, txn)
+    assert client.commit(txn) == ("failed", "amqp:resource-limit-exceeded")
+    client.close()
+
+
 # -- several transactions and sessions -----------------------------------------------------------
 def test_several_transactions_on_one_session_are_independent(broker):
     plain = connect(broker.url)
