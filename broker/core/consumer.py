@@ -22,7 +22,7 @@ class Ref:
         self.delivery_count = delivery_count
         self.consumer: Consumer | None = None
         self.refused_by: set[int] | None = None  # consumers that said undeliverable-here
-        self.durable = queue.durable and message.durable and queue.postoffice.journal.durable
+        self.durable = queue.stores and message.durable
         self.paged = False  # sent to the store only (page policy), not kept in memory
 
     def __lt__(self, other: Ref) -> bool:

@@ -360,6 +360,28 @@ class PostOffice:
             self.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
         return address
 
+    def post_now(self, plan: Plan) -> bool:
+        """The common case, without callbacks: a plan with nothing to store and nothing ahead of
+        it in the journal goes onto its queues at once (True). Otherwise nothing is done (False)
+        and the caller uses `post`."""
+        if self._unconfirmed:
+            return False
+        for message, queues in plan:
+            if message.envelope.durable and queues:
+                for q in queues:
+                    if q.stores:
+                        return False
+            for q in queues:
+                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size):
+                    return False
+        for message, queues in plan:
+            if queues:
+                if not message.id:
+                    message.id = self.next_message_id()
+                for q in queues:
+                    q.enqueue(Ref(message, q))
+        return True
+
     def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None) -> None:
         """Commit a routing plan: durable parts through the journal first (one unit), then onto
         the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed."""

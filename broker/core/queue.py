@@ -50,6 +50,8 @@ class Queue:
         self.address = address
         self.routing_type = routing_type
         self.durable = durable and not temporary
+        # Its durable messages go to the store (a durable queue, and a store that persists).
+        self.stores = self.durable and postoffice.journal.durable
         self.filter = filter  # compiled predicate over a Message, or None
         self.filter_text = filter_text
         self.max_consumers = max_consumers

@@ -352,6 +352,14 @@ def sections(buf: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
+def _descriptor(buf: bytes, p: int) -> tuple[int, int]:
+    """A section descriptor written as a ulong or a symbol: (section code, position after)."""
+    if buf[p] == 0x80:
+        return _u64(buf, p + 1)[0], p + 9
+    sym, after = decode(buf, p)
+    return _SYMBOL_DESCRIPTORS.get(sym, -1), after
+
+
 def section_value(buf: bytes, start: int) -> Any:
     """The value of the section starting at `start` (skipping its descriptor)."""
     p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
@@ -379,38 +387,58 @@ class Envelope:
         self.properties_count = 0
         self.app_properties_at = -1
         self.bare_at = 0  # where the bare message starts (after header and annotations)
-        for descriptor, start, end in sections(buf):
-            if descriptor == HEADER:
-                fields = section_value(buf, start)
-                if not isinstance(fields, list):
-                    raise DecodeError("header is not a list")
-                n = len(fields)
-                if n > 0 and fields[0] is not None:
-                    self.durable = bool(fields[0])
-                if n > 1 and fields[1] is not None:
-                    self.priority = fields[1]
-                if n > 2 and fields[2] is not None:
-                    self.ttl = fields[2]
-                if n > 3 and fields[3] is not None:
-                    self.first_acquirer = bool(fields[3])
-                self.header_end = end
-                self.bare_at = end
-            elif descriptor == DELIVERY_ANNOTATIONS:
-                self.bare_at = end
-            elif descriptor == MESSAGE_ANNOTATIONS:
-                value = section_value(buf, start)
-                self.annotations = value if isinstance(value, dict) else {}
-                self.bare_at = end
-            elif descriptor == PROPERTIES:
-                self.properties_at = start
-                p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+        # One pass over the section boundaries, stopping at the body: nothing routing needs
+        # comes after the application properties, and the body is never looked at.
+        pos, n, end = 0, len(buf), 0
+        try:
+            while pos < n:
+                if buf[pos] != 0x00:
+                    raise DecodeError(f"expected a described section at {pos}")
+                if buf[pos + 1] == 0x53:
+                    descriptor, p = buf[pos + 2], pos + 3
+                else:
+                    descriptor, p = _descriptor(buf, pos + 1)
+                if descriptor >= DATA or descriptor < HEADER:
+                    if descriptor < HEADER or descriptor > FOOTER:
+                        raise DecodeError(f"unknown section descriptor at {pos}")
+                    break
                 code = buf[p]
-                self.properties_count = buf[p + 2] if code == 0xC0 else (
-                    _u32(buf, p + 5)[0] if code == 0xD0 else 0)
-            elif descriptor == APPLICATION_PROPERTIES:
-                self.app_properties_at = start
-                break  # nothing routing needs comes after
-
+                if descriptor == HEADER:
+                    decoder = _DECODERS[code]
+                    if decoder is None or code not in (0xC0, 0xD0, 0x45):
+                        raise DecodeError("header is not a list")
+                    fields, end = decoder(buf, p + 1)
+                    count = len(fields)
+                    if count > 0 and fields[0] is not None:
+                        self.durable = bool(fields[0])
+                    if count > 1 and fields[1] is not None:
+                        self.priority = fields[1]
+                    if count > 2 and fields[2] is not None:
+                        self.ttl = fields[2]
+                    if count > 3 and fields[3] is not None:
+                        self.first_acquirer = bool(fields[3])
+                    self.header_end = self.bare_at = end
+                elif descriptor == MESSAGE_ANNOTATIONS:
+                    decoder = _DECODERS[code]
+                    value, end = decoder(buf, p + 1) if decoder is not None else (None, skip(buf, p))
+                    self.annotations = value if isinstance(value, dict) else {}
+                    self.bare_at = end
+                else:
+                    end = skip(buf, p)
+                    if descriptor == DELIVERY_ANNOTATIONS:
+                        self.bare_at = end
+                    elif descriptor == PROPERTIES:
+                        self.properties_at = pos
+                        self.properties_count = buf[p + 2] if code == 0xC0 else (
+                            _u32(buf, p + 5)[0] if code == 0xD0 else 0)
+                    elif descriptor == APPLICATION_PROPERTIES:
+                        self.app_properties_at = pos
+                        break
+                pos = end
+        except (IndexError, struct.error, UnicodeDecodeError):
+            raise DecodeError(f"malformed AMQP message at {pos}") from None
+        if end > n:
+            raise DecodeError("truncated AMQP message")
 
     def properties_of(self, buf: bytes) -> dict[str, Any]:
         return decode_properties(buf, self.properties_at)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermod.connection")
 
 READ_CHUNK = 256 * 1024
+TICK_EVERY_MS = 100
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 E = lib  # event type constants live on the lib
@@ -60,6 +61,8 @@ class Connection:
         self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
         self.container_id: str | None = None
         self.opened = False
+        self.marked = False  # output to flush at the end of this loop turn
+        self._last_tick = 0
         self._tick_handle = None
         self._tick_deadline = 0
         self.conn = lib.pn_connection()
@@ -137,10 +140,12 @@ class Connection:
 
     # -- engine events --------------------------------------------------------------------------
     def process(self) -> None:
-        """Handle every pending engine event, then ask for a flush."""
+        """Handle every pending engine event, then ask for a flush. A producer link is drained
+        once per batch, however many transfers arrived on it (its first event would drain all)."""
         col = self.collector
         peek, pop, etype = lib.pn_collector_peek, lib.pn_collector_pop, lib.pn_event_type
         links = self.links
+        producers: dict = {}
         while True:
             ev = peek(col)
             if ev == ffi.NULL:
@@ -149,20 +154,41 @@ class Connection:
             try:
                 if kind == _DELIVERY:
                     d = lib.pn_event_delivery(ev)
-                    handler = links.get(lib.pn_delivery_link(d))
+                    link = lib.pn_delivery_link(d)
+                    handler = links.get(link)
                     if handler is not None:
-                        handler.on_delivery(d)
+                        if handler.is_producer:
+                            producers[link] = handler
+                        else:
+                            if producers and handler.after_transfers:
+                                self._drain(producers)  # a discharge must see the sends before it
+                            handler.on_delivery(d)
                 elif kind == _LINK_FLOW:
                     handler = links.get(lib.pn_event_link(ev))
                     if handler is not None:
                         handler.on_flow()
                 else:
+                    if producers:  # transfers before a detach or close are taken first
+                        self._drain(producers)
                     self._on_endpoint_event(kind, ev)
             except Exception:  # noqa: BLE001 - one bad event must not take the broker down
                 log.exception("error handling %s on %s", cproton.pn_event_type_name(kind), self.peer)
                 self._close_with(conditions.INTERNAL_ERROR, "internal error")
             pop(col)
-        self.server.mark(self)
+        if producers:
+            self._drain(producers)
+        if not self.marked:
+            self.server.mark(self)
+
+    def _drain(self, producers: dict) -> None:
+        for link, handler in list(producers.items()):
+            if self.links.get(link) is handler:
+                try:
+                    handler.on_delivery(None)
+                except Exception:  # noqa: BLE001 - as above
+                    log.exception("error receiving on %s", self.peer)
+                    self._close_with(conditions.INTERNAL_ERROR, "internal error")
+        producers.clear()
 
     def _on_endpoint_event(self, kind: int, ev) -> None:
         if kind == _CONNECTION_REMOTE_OPEN:
@@ -270,6 +296,9 @@ class Connection:
     def _arm_tick(self) -> None:
         loop = self.server.loop
         now = int(loop.time() * 1000)
+        if now - self._last_tick < TICK_EVERY_MS and self._tick_handle is not None:
+            return  # idle-timeout deadlines move by seconds: no need to ask on every flush
+        self._last_tick = now
         deadline = lib.pn_transport_tick(self.transport, now)
         if deadline and deadline != self._tick_deadline and self.opened:
             if self._tick_handle is not None:
@@ -297,6 +326,7 @@ class Connection:
             lib.pn_transport_unbind(self.transport)
             lib.pn_decref(self.transport)
             lib.pn_connection_release(self.conn)
+            lib.pn_decref(self.conn)  # release + decref is pn_connection_free (not exported)
             lib.pn_collector_free(self.collector)
             self.transport = self.conn = self.collector = None
 

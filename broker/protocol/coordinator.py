@@ -201,6 +201,7 @@ class CoordinatorLink:
     """The link a client sends `declare` and `discharge` on."""
 
     is_producer = False  # each delivery is handled on its own event (connection.process)
+    after_transfers = True  # transfers that came before a discharge are handled before it
 
     __slots__ = ("conn", "link", "state", "postoffice", "name", "active")
 

@@ -81,6 +81,8 @@ def _routing_type_annotation(annotations: dict | None) -> str | None:
 class ProducerLink:
     """A link the client sends messages on."""
 
+    is_producer = True
+
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "_buf", "_buf_size", "max_size",
                  "container_id", "name", "temporary", "active")
 
@@ -251,6 +253,10 @@ class ProducerLink:
             po.post(plan)
             lib.pn_delivery_settle(d)
             return
+        if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
+            lib.pn_delivery_update(d, PN_ACCEPTED)
+            lib.pn_delivery_settle(d)
+            return
         po.post(plan, self._completion(d))
 
     def _completion(self, d):
@@ -318,7 +324,10 @@ class ProducerLink:
 class ConsumerLink:
     """A link the client receives messages on; the core's queue calls `send`."""
 
-    __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_n",
+    is_producer = False
+    after_transfers = False  # dispositions do not depend on transfers in the same batch
+
+    __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "expiry_policy", "browser", "durable_subscription", "name")
 
     def __init__(self, conn: Connection, link):
@@ -329,7 +338,8 @@ class ConsumerLink:
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
         self.active = True  # False once detached: late store completions must not touch the link
-        self._tag = ffi.new("char[]", 8)
+        self._tag = ffi.new("uint64_t[1]")
+        self._tag_ptr = ffi.cast("char *", self._tag)
         self._tag_n = 0
         self.expiry_policy = "session-end"
         self.browser = False
@@ -451,9 +461,8 @@ class ConsumerLink:
     def send(self, consumer, ref) -> None:
         """Called by the queue: write one message on this link."""
         link = self.link
-        n = self._tag_n = self._tag_n + 1
-        ffi.memmove(self._tag, n.to_bytes(8, "little"), 8)
-        d = lib.pn_delivery(link, (8, self._tag))
+        self._tag[0] = self._tag_n = self._tag_n + 1
+        d = lib.pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
         data = message.encoded if count <= 0 or consumer.browser else codec.with_delivery_count(
@@ -471,7 +480,9 @@ class ConsumerLink:
             consumer.queue.acknowledge(ref)
         else:
             self.deliveries[d] = ref
-        self.conn.server.mark(self.conn)
+        conn = self.conn
+        if not conn.marked:
+            conn.server.mark(conn)
 
     def on_delivery(self, d) -> None:
         """The client's disposition for a message we sent."""

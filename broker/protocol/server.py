@@ -38,6 +38,7 @@ class Server:
     # -- output batching -----------------------------------------------------------------------
     def mark(self, conn: Connection) -> None:
         """This connection has output (or events) to write at the end of this turn."""
+        conn.marked = True
         self._marked[conn] = None
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -58,6 +59,7 @@ class Server:
         while self._marked:
             marked, self._marked = self._marked, {}
             for conn in marked:
+                conn.marked = False
                 try:
                     conn.flush()
                 except Exception:  # noqa: BLE001 - a broken socket must not stop the others
