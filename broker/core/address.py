@@ -24,7 +24,7 @@ def split_fqqn(name: str) -> tuple[str, str | None]:
 
 class Address:
     __slots__ = ("name", "routing_types", "auto_created", "queues", "anycast", "multicast", "_turn",
-                 "temporary", "forwarders", "wildcard", "size", "limit", "pages")
+                 "temporary", "forwarders", "wildcard", "size", "limit", "pages", "retains")
 
     def __init__(self, name: str, routing_types: set[str] | frozenset[str], auto_created: bool = False,
                  temporary: bool = False):
@@ -40,6 +40,7 @@ class Address:
         self.size = 0  # bytes of messages on this address's queues, in memory
         self.limit = -1  # max_size_bytes from the settings (-1: none)
         self.pages = False  # address_full_policy is "page"
+        self.retains = False  # retention_days > 0 (and a store to keep them in)
         self._turn = 0
 
     def bind(self, queue: Queue) -> None:

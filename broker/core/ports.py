@@ -108,9 +108,51 @@ class SetDeliveryCount:
     delivery_count: int
 
 
+# Retention, analytics and duplicate detection: written alongside the message operations.
+
+
+@dataclass(frozen=True, slots=True)
+class RetainMessage:
+    """A copy of an accepted message kept for `retention_days` (analysis, replay), whatever
+    consumers do with the message itself. `message.address` is the address it was sent to and
+    `message.arrival` when the broker accepted it."""
+
+    message: MessageRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAcknowledged:
+    """A consumer acknowledged a retained message (end-to-end latency analysis)."""
+
+    message_id: int
+    queue: str
+    at: int  # epoch ms
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDeadLetter:
+    """A message went to a dead-letter address (counts by original address and reason)."""
+
+    message_id: int
+    original_address: str
+    queue: str
+    reason: str  # rejected | max-delivery-attempts | forward-hops
+    at: int  # epoch ms
+
+
+@dataclass(frozen=True, slots=True)
+class RememberDuplicateId:
+    """`_AMQ_DUPL_ID` seen on `address`; the store keeps the newest `keep` per address."""
+
+    address: str
+    duplicate_id: str
+    keep: int
+
+
 Operation = (
     PutAddress | DeleteAddress | PutQueue | DeleteQueue | AddMessage | AddReference
-    | DeleteReference | SetDeliveryCount
+    | DeleteReference | SetDeliveryCount | RetainMessage | RecordAcknowledged | RecordDeadLetter
+    | RememberDuplicateId
 )
 
 
@@ -129,6 +171,8 @@ class Recovered:
     # queue name -> its references in queue order (ascending message id)
     references: dict[str, list[StoredReference]]
     next_message_id: int
+    # address -> duplicate ids remembered for it, oldest first
+    duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
 
 
 class Journal(Protocol):

@@ -14,6 +14,7 @@ from typing import Callable
 from . import ports
 from .address import Address
 from .errors import AddressNotFound, HermodError, QueueNotFound
+from .duplicates import DuplicateIds
 from .flow import FlowControl
 from .forwarding import Entry, Forwarder, orig_annotations
 from .message import ANYCAST, MULTICAST, Message
@@ -78,6 +79,8 @@ class PostOffice:
         self._dirty: dict[Queue, None] = {}
         self._unconfirmed = 0  # posts handed to the journal and not yet committed
         self.message_from_record: Callable[[ports.MessageRecord], Message] | None = None
+        self.duplicates = DuplicateIds()
+        self.retaining = False  # some address keeps messages (retention_days > 0)
         self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
         self.forwarders: list[Forwarder] = []
         self._dispatch_scheduled = False
@@ -120,6 +123,8 @@ class PostOffice:
             settings = self.settings_for(name)
             address.limit = settings.max_size_bytes
             address.pages = settings.address_full_policy == "page"
+            address.retains = settings.retention_days > 0 and self.journal.durable
+            self.retaining = self.retaining or address.retains
             self.addresses[name] = address
             self._bind_wildcards(address)
             if persist and not temporary:
@@ -364,9 +369,11 @@ class PostOffice:
         """The common case, without callbacks: a plan with nothing to store and nothing ahead of
         it in the journal goes onto its queues at once (True). Otherwise nothing is done (False)
         and the caller uses `post`."""
-        if self._unconfirmed:
+        if self._unconfirmed or self.retaining:
             return False
         for message, queues in plan:
+            if message.envelope.app_properties_at >= 0 and self.duplicates.id_of(message) is not None:
+                return False
             if message.envelope.durable and queues:
                 for q in queues:
                     if q.stores:
@@ -382,12 +389,21 @@ class PostOffice:
                     q.enqueue(Ref(message, q))
         return True
 
-    def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None) -> None:
+    def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
+             accepted: bool = True) -> None:
         """Commit a routing plan: durable parts through the journal first (one unit), then onto
-        the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed."""
+        the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed.
+        `accepted`: the plan carries a message a producer sent (retention and duplicate
+        detection apply), not a copy the broker made (dead letters, expiry)."""
         refs: list[Ref] = []
         ops: list[ports.Operation] = list(extra_ops) if extra_ops else []
+        remembered: list[tuple[str, str]] = []
         for message, queues in plan:
+            if accepted and message.hops == 0:
+                if self._is_duplicate(message, ops, remembered):
+                    continue
+                if self.retaining:
+                    self._retain(message, ops)
             if not queues:
                 continue
             if not message.id:
@@ -416,6 +432,9 @@ class PostOffice:
 
         def committed(error: BaseException | None) -> None:
             self._unconfirmed -= 1
+            if error is not None:
+                for address, duplicate_id in remembered:
+                    self.duplicates.forget(address, duplicate_id)  # a resend is not a duplicate
             if error is None:
                 for r in refs:
                     if r.paged:
@@ -426,6 +445,26 @@ class PostOffice:
                 done(error)
 
         self.journal.submit(ops, committed)
+
+    def _is_duplicate(self, message: Message, ops: list, remembered: list) -> bool:
+        duplicate_id = self.duplicates.id_of(message)
+        if duplicate_id is None:
+            return False
+        if self.duplicates.seen(message.address, duplicate_id):
+            log.info("dropped duplicate %s on %s", duplicate_id, message.address)
+            return True
+        self.duplicates.remember(message.address, duplicate_id)
+        remembered.append((message.address, duplicate_id))
+        if self.journal.durable:
+            ops.append(ports.RememberDuplicateId(message.address, duplicate_id, self.duplicates.size))
+        return False
+
+    def _retain(self, message: Message, ops: list) -> None:
+        address = self.addresses.get(message.address)
+        if address is not None and address.retains:
+            if not message.id:
+                message.id = self.next_message_id()
+            ops.append(ports.RetainMessage(self.message_record(message)))
 
     def message_record(self, message: Message) -> ports.MessageRecord:
         return ports.MessageRecord(
@@ -445,22 +484,26 @@ class PostOffice:
         """Move a message to its queue's dead-letter address: the removal and the copy are one
         journal unit. With no dead-letter address the message is dropped."""
         settings = self.settings_for(ref.queue.address.name)
-        self._move(ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done)
+        self._move(ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done, reason)
 
     def expire(self, ref: Ref) -> None:
         """An expired message goes to its queue's expiry address with `x-opt-ACTUAL-EXPIRY`,
         or is dropped when there is none. It is never delivered."""
         settings = self.settings_for(ref.queue.address.name)
-        self._move(ref, settings.expiry_address, {"x-opt-ACTUAL-EXPIRY": self.clock.now_ms()}, "expired", None)
+        self._move(ref, settings.expiry_address, {"x-opt-ACTUAL-EXPIRY": self.clock.now_ms()}, "expired", None, None)
 
-    def _move(self, ref: Ref, target: str, extra: dict, what: str, done: Done | None) -> None:
+    def _move(self, ref: Ref, target: str, extra: dict, what: str, done: Done | None,
+              reason: str | None) -> None:
         queue = ref.queue
         queue.take(ref)
         plan: Plan = []
         moved = self._plan_copy(ref.message, queue.name, target, extra, plan)
         log.info("%s message %s from %s to %s", what, ref.message.id, queue.name, moved or "nowhere (dropped)")
         removed = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
-        self.post(plan, done, removed)
+        if reason is not None and self.journal.durable:
+            removed.append(ports.RecordDeadLetter(ref.message.id, ref.message.address, queue.name,
+                                                  reason, self.clock.now_ms()))
+        self.post(plan, done, removed, accepted=False)
         self.queue_idle_check(queue)
 
     def _plan_copy(self, message: Message, via: str, target: str, extra: dict, plan: Plan) -> str | None:
@@ -515,6 +558,7 @@ class PostOffice:
             if window is not None and len(stored) >= window:
                 queue.paged = -1  # more in the store than the window: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
+        self.duplicates.load(recovered.duplicate_ids)
 
 
 class MemoryJournal:

@@ -408,8 +408,14 @@ class Queue:
         self._settle_out(ref)
         self.acked += 1
         self._forget(ref)
-        if ref.durable:
-            self.postoffice.journal.submit([ports.DeleteReference(self.name, ref.message.id)], done)
+        po = self.postoffice
+        ops = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
+        if po.retaining:
+            sent_to = po.addresses.get(ref.message.address)
+            if sent_to is not None and sent_to.retains:
+                ops.append(ports.RecordAcknowledged(ref.message.id, self.name, po.clock.now_ms()))
+        if ops:
+            po.journal.submit(ops, done)
         elif done is not None:
             done(None)
         if self.idle:

@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from test_routing import Envelope  # the codec's fields as plain values
+
 from broker.core import errors, links, ports
 from broker.core.message import ANYCAST, Message
 from broker.core.postoffice import PostOffice
 from broker.core.settings import SettingsRepository
 from broker.core.transactions import Transactions, UnknownTransaction
-
-
-class Envelope:
-    """What the protocol adapter's codec provides, as plain fields."""
-
-    def __init__(self, durable=False):
-        self.durable = durable
-        self.priority = 4
-        self.ttl = 0
-        self.annotations = None
-        self.properties_count = 0
-
-    def properties_of(self, encoded):
-        return {}
-
-    def application_properties_of(self, encoded):
-        return {}
 
 
 class Journal:

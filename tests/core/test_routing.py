@@ -21,6 +21,7 @@ class Envelope:
         self._properties = properties or {}
         self._app = application_properties or {}
         self.properties_count = 13 if self._properties else 0
+        self.app_properties_at = 0 if self._app else -1
 
     def properties_of(self, encoded):
         return self._properties

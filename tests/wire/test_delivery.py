@@ -163,3 +163,14 @@ redelivery_delay_ms = 400
     r.accept()
     assert m.delivery_count == 1 and time.time() - failed_at >= 0.35
     conn.close()
+
+
+def test_duplicate_id_resend_is_accepted_and_dropped(broker):
+    conn = connect(broker.url)
+    sender = conn.create_sender("d.dup")
+    for body, dup in (("first", "id-1"), ("resend", "id-1"), ("second", "id-2")):
+        sender.send(Message(body=body, properties={"_AMQ_DUPL_ID": dup}))  # each one accepted
+    r = conn.create_receiver("d.dup")
+    assert receive_bodies(r, 2) == ["first", "second"]
+    assert nothing_more(r)
+    conn.close()
