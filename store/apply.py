@@ -24,6 +24,7 @@ single statement each (`unnest`), which makes acknowledgements several times che
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -40,11 +41,16 @@ from broker.core.ports import (
     Operation,
     PutAddress,
     PutQueue,
+    RecordAcknowledged,
+    RecordDeadLetter,
+    RememberDuplicateId,
+    RetainMessage,
     SetDeliveryCount,
 )
 
 from .errors import StoreError, UnknownQueue
-from .models import addresses, message_refs, messages, queues
+from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
+                     messages, queues, retained_messages)
 
 _DELETED = -1  # a queue removed in the current transaction
 
@@ -61,9 +67,16 @@ class _Buffers:
     # latter are checked for "no reference left" (ordered sets).
     unit_orphans: dict[int, None] = field(default_factory=dict)
     orphans: dict[int, None] = field(default_factory=dict)
+    # Records that nothing else in a unit depends on: appended, written in one go.
+    retained: list[dict] = field(default_factory=list)
+    acks: list[dict] = field(default_factory=list)
+    dead: list[dict] = field(default_factory=list)
+    duplicates: dict[tuple[str, str], dict] = field(default_factory=dict)
+    keep: dict[str, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.messages or self.refs or self.counts or self.deletes or self.orphans)
+        return bool(self.messages or self.refs or self.counts or self.deletes or self.orphans
+                    or self.retained or self.acks or self.dead or self.duplicates)
 
 
 class Applier:
@@ -97,6 +110,8 @@ class Applier:
             " AND NOT EXISTS (SELECT 1 FROM message_refs AS r WHERE r.message_id = messages.id)")
         self._queue_ids: dict[str, int] = {}
         self._txn_queue_ids: dict[str, int] = {}
+        # Order of duplicate ids across restarts: nanoseconds at start, then one step per id.
+        self._seq = time.time_ns()
 
     # -- transaction bookkeeping ---------------------------------------------------------------
 
@@ -159,6 +174,20 @@ class Applier:
                 b.deletes.append({"q": queue_id, "m": op.message_id})
                 b.delete_keys.add((queue_id, op.message_id))
                 b.unit_orphans[op.message_id] = None
+        elif kind is RetainMessage:
+            m = op.message
+            b.retained.append({"message_id": m.id, "address": m.address, "routing_type": m.routing_type,
+                               "priority": m.priority, "arrival": m.arrival, "encoded": m.encoded})
+        elif kind is RecordAcknowledged:
+            b.acks.append({"message_id": op.message_id, "queue": op.queue, "at": op.at})
+        elif kind is RecordDeadLetter:
+            b.dead.append({"message_id": op.message_id, "original_address": op.original_address,
+                           "queue": op.queue, "reason": op.reason, "at": op.at})
+        elif kind is RememberDuplicateId:
+            self._seq += 1
+            b.duplicates[(op.address, op.duplicate_id)] = {
+                "address": op.address, "duplicate_id": op.duplicate_id, "seq": self._seq}
+            b.keep[op.address] = op.keep
         elif kind is SetDeliveryCount:
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:
@@ -188,10 +217,37 @@ class Applier:
                 connection.execute(self._delete_orphans_array, {"m": list(b.orphans)})
             else:
                 connection.execute(self._delete_orphan, [{"m": i} for i in b.orphans])
+        if b.retained:
+            connection.execute(insert(retained_messages), b.retained)
+        if b.acks:
+            connection.execute(insert(acknowledgements), b.acks)
+        if b.dead:
+            connection.execute(insert(dead_letters), b.dead)
+        if b.duplicates:
+            rows = list(b.duplicates.values())
+            connection.execute(delete(duplicate_ids).where(
+                duplicate_ids.c.address == bindparam("a"), duplicate_ids.c.duplicate_id == bindparam("d")),
+                [{"a": r["address"], "d": r["duplicate_id"]} for r in rows])
+            connection.execute(insert(duplicate_ids), rows)
+            for address, keep in b.keep.items():
+                self._prune_duplicates(connection, address, keep)
+        b.retained, b.acks, b.dead = [], [], []
+        b.duplicates.clear()
+        b.keep.clear()
         b.messages, b.refs, b.counts, b.deletes = [], [], [], []
         b.count_keys.clear()
         b.delete_keys.clear()
         b.orphans.clear()
+
+    @staticmethod
+    def _prune_duplicates(connection: Connection, address: str, keep: int) -> None:
+        """Keep the newest `keep` duplicate ids of an address."""
+        c = duplicate_ids.c
+        cutoff = connection.execute(
+            select(c.seq).where(c.address == address).order_by(c.seq.desc()).offset(keep).limit(1)
+        ).scalar()
+        if cutoff is not None:
+            connection.execute(delete(duplicate_ids).where(c.address == address, c.seq <= cutoff))
 
     def _structural(self, connection: Connection, op: Operation) -> None:
         kind = type(op)

@@ -116,7 +116,64 @@ class MessageRefRow(Base):
     delivery_count: Mapped[int] = mapped_column(Integer)
 
 
+class RetainedMessageRow(Base):
+    """A copy of an accepted message kept for `retention_days` whatever consumers do (analysis,
+    replay); `id` increases in arrival order."""
+
+    __tablename__ = "retained_messages"
+    __table_args__ = (
+        Index("ix_retained_messages_address_arrival", "address", "arrival"),
+        Index("ix_retained_messages_arrival", "arrival"),
+    )
+
+    id: Mapped[int] = mapped_column(MessageId, primary_key=True, autoincrement=True)
+    message_id: Mapped[int] = mapped_column(BigInteger, index=True)  # the broker's id
+    address: Mapped[str] = mapped_column(String)
+    routing_type: Mapped[str | None] = mapped_column(String(16))
+    priority: Mapped[int] = mapped_column(SmallInteger)
+    arrival: Mapped[int] = mapped_column(BigInteger)  # epoch ms the broker accepted it
+    encoded: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class AcknowledgementRow(Base):
+    """When a consumer acknowledged a retained message (end-to-end latency)."""
+
+    __tablename__ = "acknowledgements"
+
+    id: Mapped[int] = mapped_column(MessageId, primary_key=True, autoincrement=True)
+    message_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    queue: Mapped[str] = mapped_column(String)
+    at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DeadLetterRow(Base):
+    """A message moved to a dead-letter address, and why."""
+
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = mapped_column(MessageId, primary_key=True, autoincrement=True)
+    message_id: Mapped[int] = mapped_column(BigInteger)
+    original_address: Mapped[str] = mapped_column(String, index=True)
+    queue: Mapped[str] = mapped_column(String)
+    reason: Mapped[str] = mapped_column(String(64))
+    at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DuplicateIdRow(Base):
+    """`_AMQ_DUPL_ID`s seen per address; only the newest N per address are kept."""
+
+    __tablename__ = "duplicate_ids"
+
+    address: Mapped[str] = mapped_column(String, primary_key=True)
+    duplicate_id: Mapped[str] = mapped_column(String, primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
 addresses = AddressRow.__table__
+retained_messages = RetainedMessageRow.__table__
+acknowledgements = AcknowledgementRow.__table__
+dead_letters = DeadLetterRow.__table__
+duplicate_ids = DuplicateIdRow.__table__
 queues = QueueRow.__table__
 messages = MessageRow.__table__
 message_refs = MessageRefRow.__table__

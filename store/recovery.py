@@ -10,7 +10,8 @@ from sqlalchemy import Connection, Engine, func, select
 
 from broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
 
-from .models import addresses, message_refs, messages, queues
+from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
+                     messages, queues, retained_messages)
 
 _MESSAGE_COLUMNS = (
     messages.c.id, messages.c.address, messages.c.encoded, messages.c.routing_type,
@@ -38,12 +39,20 @@ def recover(engine: Engine, *, window: int | None = None) -> Recovered:
         references: dict[str, list[StoredReference]] = {}
         for row in queue_rows:
             references[row.name] = _references(connection, row.id, 0, window)
-        highest = connection.execute(select(func.max(messages.c.id))).scalar()
+        # Ids must not repeat after a restart while records still name them (retention,
+        # acknowledgements, dead letters).
+        highest = max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
+            messages.c.id, retained_messages.c.message_id, acknowledgements.c.message_id,
+            dead_letters.c.message_id))
+        remembered: dict[str, list[str]] = {}
+        for row in connection.execute(select(duplicate_ids).order_by(duplicate_ids.c.seq)):
+            remembered.setdefault(row.address, []).append(row.duplicate_id)
     return Recovered(
         addresses=address_records,
         queues=queue_records,
         references=references,
         next_message_id=(highest or 0) + 1,
+        duplicate_ids=remembered,
     )
 
 
