@@ -470,7 +470,8 @@ class PostOffice:
         return ports.MessageRecord(
             id=message.id, address=message.address, encoded=message.encoded,
             routing_type=message.routing_type, priority=message.priority,
-            expiration=message.expiration, arrival=message.arrival)
+            expiration=message.expiration, scheduled_time=message.scheduled_time,
+            arrival=message.arrival)
 
     # -- dead letters -------------------------------------------------------------------------------
     def account(self, address: Address, delta: int) -> None:

@@ -62,6 +62,10 @@ class Queue:
         self.temporary = temporary
         self.extra = extra or {}
         self.selector_aware = bool(self.extra.get("selector_aware"))
+        # Annotations added to each message as it goes out (a virtual topic's queue records
+        # the topic a message came from, as ActiveMQ Classic's copies do).
+        self.outbound_annotations: dict | None = (
+            {"x-opt-ORIG-ADDRESS": address.name} if purpose == "virtual-topic" else None)
         self.backlog = Backlog()
         self.scheduled = Schedule()
         self._timer = None

@@ -465,8 +465,11 @@ class ConsumerLink:
         d = lib.pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
-        data = message.encoded if count <= 0 or consumer.browser else codec.with_delivery_count(
-            message.encoded, message.envelope, count)
+        data = message.encoded
+        if consumer.queue.outbound_annotations is not None:  # e.g. a virtual topic's origin
+            data = codec.with_annotations(data, message.envelope, consumer.queue.outbound_annotations)
+        if count > 0 and not consumer.browser:
+            data = codec.with_delivery_count(data, message.envelope, count)
         lib.pn_link_send(link, data, len(data))
         lib.pn_link_advance(link)
         if len(self.consumers) > 1:  # the parts of a composite source share the link's credit

@@ -32,6 +32,16 @@ def test_virtual_topic_groups_a_and_b(broker):
     conn.close()
 
 
+def test_virtual_topic_copy_records_its_original_destination(broker):
+    conn = connect(broker.url)
+    group = conn.create_receiver("Consumer.Z.VirtualTopic.Origin", name="z")
+    send(conn, "VirtualTopic.Origin", "m")
+    m = group.receive(timeout=10)
+    group.accept()
+    assert (m.body, m.annotations["x-opt-ORIG-ADDRESS"]) == ("m", "VirtualTopic.Origin")
+    conn.close()
+
+
 def test_virtual_topic_queue_keeps_collecting_while_its_consumers_are_away(broker):
     conn = connect(broker.url)
     conn.create_receiver("Consumer.C.VirtualTopic.Audit", name="c").close()
