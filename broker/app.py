@@ -29,9 +29,9 @@ def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = 
     """A copy of `message` with message annotations added, addressed to `address` (the codec
     rewrites only the annotations section, and the expiry fields when asked; the rest stays
     byte for byte)."""
-    encoded = codec.with_annotations(message.encoded, message.envelope, extra,
-                                     drop=("x-opt-routing-type",), clear_expiry=clear_expiry)
-    return Message(encoded, codec.Envelope(encoded), address, None, message.container_id, message.arrival)
+    encoded, envelope = codec.annotated_copy(message.encoded, message.envelope, extra,
+                                             drop=("x-opt-routing-type",), clear_expiry=clear_expiry)
+    return Message(encoded, envelope, address, None, message.container_id, message.arrival)
 
 
 class Broker:

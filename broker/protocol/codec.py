@@ -371,7 +371,7 @@ class Envelope:
     sections are. Built once on arrival; cheap (no properties decode)."""
 
     __slots__ = ("durable", "priority", "ttl", "first_acquirer", "header_end", "annotations",
-                 "properties_at", "properties_count", "app_properties_at", "bare_at")
+                 "annotations_at", "properties_at", "properties_count", "app_properties_at", "bare_at")
 
     def __init__(self, buf: bytes):
         self.durable = False
@@ -380,6 +380,7 @@ class Envelope:
         self.first_acquirer = False
         self.header_end = 0  # bytes before this are the header section (0: none)
         self.annotations: dict | None = None
+        self.annotations_at = -1
         self.properties_at = -1
         # How many property fields are present (trailing nulls are left out when encoding):
         # with 8 or fewer there is no absolute-expiry-time, with 10 or fewer no group-id, so
@@ -419,6 +420,7 @@ class Envelope:
                         self.first_acquirer = bool(fields[3])
                     self.header_end = self.bare_at = end
                 elif descriptor == MESSAGE_ANNOTATIONS:
+                    self.annotations_at = pos
                     decoder = _DECODERS[code]
                     value, end = decoder(buf, p + 1) if decoder is not None else (None, skip(buf, p))
                     self.annotations = value if isinstance(value, dict) else {}
@@ -439,6 +441,22 @@ class Envelope:
             raise DecodeError(f"malformed AMQP message at {pos}") from None
         if end > n:
             raise DecodeError("truncated AMQP message")
+
+    def shifted(self, header_end: int, annotations: dict | None, annotations_at: int, bare_at: int) -> Envelope:
+        """The envelope of a copy whose header and annotations were rewritten: the bare message
+        moved by (bare_at - self.bare_at) bytes; nothing needs parsing again."""
+        copy = Envelope.__new__(Envelope)
+        delta = bare_at - self.bare_at
+        copy.durable, copy.priority, copy.ttl = self.durable, self.priority, self.ttl
+        copy.first_acquirer = self.first_acquirer
+        copy.header_end = header_end
+        copy.annotations = annotations
+        copy.annotations_at = annotations_at
+        copy.properties_at = self.properties_at + delta if self.properties_at >= 0 else -1
+        copy.properties_count = self.properties_count
+        copy.app_properties_at = self.app_properties_at + delta if self.app_properties_at >= 0 else -1
+        copy.bare_at = bare_at
+        return copy
 
     def properties_of(self, buf: bytes) -> dict[str, Any]:
         return decode_properties(buf, self.properties_at)
@@ -558,15 +576,24 @@ def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
     everything else stays byte for byte; delivery annotations are dropped. `clear_expiry`
     removes header.ttl and properties.absolute-expiry-time (dead-letter and expiry copies
     never expire)."""
+    return annotated_copy(buf, env, extra, drop, clear_expiry)[0]
+
+
+def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = (),
+                   clear_expiry: bool = False) -> tuple[bytes, Envelope]:
+    """`with_annotations`, and the copy's envelope (derived, not parsed again)."""
     header = buf[:env.header_end]
     bare = buf[env.bare_at:]
+    reparse = False
     if clear_expiry:
         if env.ttl:
             header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0)
+            reparse = True
         if env.properties_count > 8:
             bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
-    entries = [raw for key, raw in _raw_annotation_entries(buf) if key not in extra and key not in drop]
-    entries += [encode(Symbol(k)) + encode(v) for k, v in extra.items()]
+            reparse = True
+    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
+    entries += [_encoded_key(k) + encode(v) for k, v in extra.items()]
     section = b""
     if entries:
         body = b"".join(entries)
@@ -575,7 +602,25 @@ def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
             section = b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
         else:
             section = b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
-    return header + section + bare
+    out = header + section + bare
+    if reparse:
+        return out, Envelope(out)
+    annotations = {k: v for k, v in (env.annotations or {}).items() if k not in extra and k not in drop}
+    annotations.update({Symbol(k): v for k, v in extra.items()})
+    return out, env.shifted(len(header), annotations or None, len(header) if section else -1,
+                            len(header) + len(section))
+
+
+_KEYS: dict[str, bytes] = {}
+
+
+def _encoded_key(key: str) -> bytes:
+    encoded = _KEYS.get(key)
+    if encoded is None:
+        encoded = encode(Symbol(key))
+        if len(_KEYS) < 1000:  # the broker's own few keys; a bound against anything else
+            _KEYS[key] = encoded
+    return encoded
 
 
 def _section_end(buf: bytes, start: int) -> int:
@@ -603,25 +648,23 @@ def _without_absolute_expiry(buf: bytes, env: Envelope) -> bytes:
     return buf[env.bare_at:start] + buf[start:p] + value
 
 
-def _raw_annotation_entries(buf: bytes) -> list[tuple[Any, bytes]]:
+def _raw_annotation_entries(buf: bytes, env: Envelope) -> list[tuple[Any, bytes]]:
     """(key, encoded key+value) of each message annotation, values left encoded."""
-    for descriptor, start, _end in sections(buf):
-        if descriptor == MESSAGE_ANNOTATIONS:
-            p = skip(buf, start + 1)
-            code = buf[p]
-            if code == 0xC1:
-                count, p = buf[p + 2], p + 3
-            elif code == 0xD1:
-                count, p = _u32(buf, p + 5)[0], p + 9
-            else:
-                return []
-            out = []
-            for _ in range(count // 2):
-                key, value_at = decode(buf, p)
-                end = skip(buf, value_at)
-                out.append((key, bytes(buf[p:end])))
-                p = end
-            return out
-        if descriptor >= PROPERTIES:
-            break
-    return []
+    start = env.annotations_at
+    if start < 0:
+        return []
+    p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    code = buf[p]
+    if code == 0xC1:
+        count, p = buf[p + 2], p + 3
+    elif code == 0xD1:
+        count, p = _u32(buf, p + 5)[0], p + 9
+    else:
+        return []
+    out = []
+    for _ in range(count // 2):
+        key, value_at = decode(buf, p)
+        end = skip(buf, value_at)
+        out.append((key, bytes(buf[p:end])))
+        p = end
+    return out
