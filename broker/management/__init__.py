@@ -28,8 +28,20 @@ class Management:
                  "queues": sorted(a.queues)} for a in sorted(self.broker.postoffice.addresses.values(),
                                                              key=lambda a: a.name)]
 
+    def store_stats(self) -> dict:
+        """Group commit figures of the store's journal (empty for the in-memory store)."""
+        stats = getattr(self.broker.journal, "stats", None)
+        if stats is None:
+            return {}
+        s = stats()
+        return {"commits": s.commits, "units": s.units, "ops": s.ops,
+                "avg_units_per_commit": round(s.avg_units_per_commit, 1),
+                "max_units_per_commit": s.max_units_per_commit,
+                "avg_ops_per_commit": round(s.avg_ops_per_commit, 1), "summary": s.summary()}
+
     def operations(self) -> dict:
-        return {"queue.stat": self.queue_stats, "address.stat": self.address_stats}
+        return {"queue.stat": self.queue_stats, "address.stat": self.address_stats,
+                "store.stat": self.store_stats}
 
     def call(self, operation: str):
         op = self.operations().get(operation)
