@@ -6,12 +6,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install system-deps interop-deps bench clean
+.PHONY: run test install system-deps java interop-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,11 +26,18 @@ system-deps:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
+# A Java runtime for Spark (the data pipeline tests): 17 or 21, installed only where missing.
+java:
+	@if ! java -version 2>&1 | grep -Eq 'version "(17|21)[."]'; then \
+		echo "installing a Java 17 runtime for Spark"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	fi
+
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
 	bash interop/setup.sh
 
-test: $(STAMP) system-deps interop-deps
+test: $(STAMP) system-deps java interop-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

@@ -106,12 +106,16 @@ async def _run(cfg: config_mod.Config) -> int:
             raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
         raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
     server.install_signal_handlers()
+    from .retention import start_purger
+    purger = start_purger(cfg)  # None unless some address retains messages in a database
     # Everything built at start lives for the whole run: keep it out of the collector's way,
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
     print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
     await server.serve_until_stopped()
+    if purger is not None:
+        purger.stop()
     return 0
 
 
@@ -178,6 +182,39 @@ def cmd_perf(args) -> int:
     return perf_main(args)
 
 
+# -- data pipeline ----------------------------------------------------------------------------------
+
+
+def cmd_replay(args) -> int:
+    from .replay import ReplayError, parse_time, replay
+    cfg = _load_config(args)
+    if cfg.store.url == "memory":
+        raise CliError("replay needs a database store (--store URL or [store] url in --config)")
+    host = cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    url = args.url or f"amqp://{host}:{cfg.server.port}"
+    import store
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        sent = replay(cfg.store.url, url, args.address, parse_time(args.from_time),
+                      parse_time(args.to_time), selector=args.filter, to_address=args.to_address)
+    except ReplayError as e:
+        raise CliError(str(e)) from None
+    except (store.StoreError, SQLAlchemyError) as e:
+        raise CliError(f"store {cfg.store.url}: {str(e).splitlines()[0]}") from None
+    print(f"replayed {sent} messages")
+    return 0
+
+
+def cmd_analyse(args) -> int:
+    from pipeline.analyse import AnalyseError, run
+    try:
+        run(args)
+    except AnalyseError as e:
+        raise CliError(str(e)) from None
+    print(f"analysis written to {args.out}")
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------------------------
 
 
@@ -238,6 +275,22 @@ def build_parser() -> argparse.ArgumentParser:
     stat = queue.add_parser("stat", help="a row per queue")
     stat.add_argument("--url", default=url_default)
     stat.set_defaults(func=cmd_queue_stat)
+
+    rep = sub.add_parser("replay", help="re-send retained messages of an address")
+    rep.add_argument("--address", required=True)
+    rep.add_argument("--from", dest="from_time", required=True, metavar="T1")
+    rep.add_argument("--to", dest="to_time", required=True, metavar="T2")
+    rep.add_argument("--filter", help="selector the messages must match")
+    rep.add_argument("--to-address", help="send to this address instead")
+    rep.add_argument("--config")
+    rep.add_argument("--store", help="store URL (overrides the config file)")
+    rep.add_argument("--url", help="the broker (default: the config's [server])")
+    rep.set_defaults(func=cmd_replay)
+
+    ana = sub.add_parser("analyse", help="the analytics job on Spark")
+    from pipeline.analyse import add_arguments as add_analyse_arguments
+    add_analyse_arguments(ana)
+    ana.set_defaults(func=cmd_analyse)
 
     perf = sub.add_parser("perf", help="load generator")
     from .tools.perf import add_arguments

@@ -1,0 +1,1 @@
+"""Hermod data pipeline jobs (Spark): `analyse`."""
