@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .message import ANYCAST, MULTICAST, Message
-from .wildcards import is_wildcard, matches
+from .wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from .queue import Queue

@@ -15,6 +15,7 @@ from . import ports
 from .address import Address
 from .errors import AddressNotFound, HermodError, QueueNotFound
 from .duplicates import DuplicateIds
+from . import moves
 from .flow import FlowControl
 from .forwarding import Entry, Forwarder, orig_annotations
 from .message import ANYCAST, MULTICAST, Message
@@ -322,7 +323,8 @@ class PostOffice:
             if message.hops >= MAX_FORWARD_HOPS:
                 log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
                             "it goes to the dead-letter address", message.id, message.hops, f.name)
-                self._plan_dead_letter(message, f.name, message.address, plan)
+                moves.plan_copy(self, message, f.name, self.settings_for(message.address).dead_letter_address,
+                                {}, plan)
                 return
             rt = entry.copy_routing_type(message)
             copy = self.annotate(message, orig_annotations(message, f.name), entry.address)
@@ -473,7 +475,7 @@ class PostOffice:
             expiration=message.expiration, scheduled_time=message.scheduled_time,
             arrival=message.arrival)
 
-    # -- dead letters -------------------------------------------------------------------------------
+    # -- accounting, dead letters, expiry ------------------------------------------------------------
     def account(self, address: Address, delta: int) -> None:
         """Bytes of messages on the queues of `address` (flow control, memory limit)."""
         address.size += delta
@@ -482,56 +484,15 @@ class PostOffice:
             self.flow.released()
 
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
-        """Move a message to its queue's dead-letter address: the removal and the copy are one
-        journal unit. With no dead-letter address the message is dropped."""
-        settings = self.settings_for(ref.queue.address.name)
-        self._move(ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done, reason)
+        """Move a message to its queue's dead-letter address (see moves.py)."""
+        moves.dead_letter(self, ref, reason, done)
 
     def expire(self, ref: Ref) -> None:
-        """An expired message goes to its queue's expiry address with `x-opt-ACTUAL-EXPIRY`,
-        or is dropped when there is none. It is never delivered."""
-        settings = self.settings_for(ref.queue.address.name)
-        self._move(ref, settings.expiry_address, {"x-opt-ACTUAL-EXPIRY": self.clock.now_ms()}, "expired", None, None)
-
-    def _move(self, ref: Ref, target: str, extra: dict, what: str, done: Done | None,
-              reason: str | None) -> None:
-        queue = ref.queue
-        queue.take(ref)
-        plan: Plan = []
-        moved = self._plan_copy(ref.message, queue.name, target, extra, plan)
-        log.info("%s message %s from %s to %s", what, ref.message.id, queue.name, moved or "nowhere (dropped)")
-        removed = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
-        if reason is not None and self.journal.durable:
-            removed.append(ports.RecordDeadLetter(ref.message.id, ref.message.address, queue.name,
-                                                  reason, self.clock.now_ms()))
-        self.post(plan, done, removed, accepted=False)
-        self.queue_idle_check(queue)
-
-    def _plan_copy(self, message: Message, via: str, target: str, extra: dict, plan: Plan) -> str | None:
-        if not target or self.annotate is None or target == message.address:
-            return None
-        annotations = orig_annotations(message, via)
-        annotations.update(extra)
-        copy = self.annotate(message, annotations, target, True)  # such copies never expire
-        copy.id = self.next_message_id()
-        self._ensure_move_queue(target)
-        plan.extend(self.route(copy, target, None))
-        return target
-
-    def _plan_dead_letter(self, message: Message, via: str, settings_address: str, plan: Plan) -> str | None:
-        return self._plan_copy(message, via, self.settings_for(settings_address).dead_letter_address, {}, plan)
-
-    def _ensure_move_queue(self, name: str) -> None:
-        """Hermod creates a dead-letter or expiry address with an anycast queue of its name on
-        first use (Artemis drops such messages unless those resources exist)."""
-        address = self.addresses.get(name)
-        if address is None or not address.queues:
-            self.create_queue(name, name, ANYCAST, durable=True, purpose="dead-letter")
+        """Move an expired message to its queue's expiry address (see moves.py)."""
+        moves.expire(self, ref)
 
     def expire_scan(self) -> int:
-        """Move every expired waiting message out (the periodic scan)."""
-        now = self.clock.now_ms()
-        return sum(q.expire_due(now) for q in list(self.queues.values()) if not q.deleted)
+        return moves.expire_scan(self)
 
     # -- recovery ---------------------------------------------------------------------------------
     def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message],

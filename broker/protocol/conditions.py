@@ -1,6 +1,8 @@
 """The one table from the core's typed errors to AMQP error conditions."""
 from __future__ import annotations
 
+import cproton
+
 from ..core import errors
 
 NOT_FOUND = "amqp:not-found"
@@ -35,3 +37,9 @@ def condition_for(error: BaseException) -> str:
         if name is not None:
             return name
     return INTERNAL_ERROR
+
+
+def set_condition(cond, name: str, description: str) -> None:
+    """Fill a Proton condition (of a link, a connection, a disposition)."""
+    cproton.pn_condition_set_name(cond, name)
+    cproton.pn_condition_set_description(cond, description)

@@ -22,7 +22,8 @@ from proton._data import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions
-from .links import ConsumerLink, ProducerLink, open_link, set_condition
+from .conditions import set_condition
+from .links import open_link
 
 if TYPE_CHECKING:
     from .server import Server
@@ -331,4 +332,4 @@ class Connection:
             self.transport = self.conn = self.collector = None
 
 
-__all__ = ["Connection", "ConsumerLink", "ProducerLink"]
+__all__ = ["Connection"]

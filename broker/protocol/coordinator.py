@@ -13,7 +13,7 @@ and the two places transactions touch the other links.
 
 Transactions belong to the connection (any session and link of it may use one), and roll back
 when the coordinator link that declared them goes away. Everything here is off the
-per-message path of non-transactional traffic: links.py calls in only when a delivery's state
+per-message path of non-transactional traffic: producer.py and consumer.py call in only when a delivery's state
 says it is transactional (0x34), so Proton's data wrappers are fine for reading txn-ids.
 """
 from __future__ import annotations

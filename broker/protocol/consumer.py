@@ -1,0 +1,303 @@
+"""ConsumerLink: a link a client receives messages on; the core's queue calls `send` (the
+per-message path: raw `lib.pn_*` calls, the message's encoded bytes as they are, rewritten
+only for a redelivery count or outbound annotations).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import cproton
+from cproton_ffi import ffi, lib
+from proton._data import Described, dat2obj, obj2dat, symbol
+
+from ..core import errors, links as core_links
+from ..core.message import ANYCAST, MULTICAST
+from . import codec, conditions, coordinator
+from .conditions import set_condition
+from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
+                       read_terminus, split_composite, address_options, consumer_priority,
+                       subscription_queue_name)
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger("hermod.link")
+
+PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_REJECTED,
+                                                      lib.PN_RELEASED, lib.PN_MODIFIED)
+TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
+
+
+class ConsumerLink:
+    """A link the client receives messages on; the core's queue calls `send`."""
+
+    is_producer = False
+    after_transfers = False  # dispositions do not depend on transfers in the same batch
+
+    __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
+                 "active", "expiry_policy", "browser", "durable_subscription", "name")
+
+    def __init__(self, conn: Connection, link):
+        self.conn = conn
+        self.link = link
+        self.broker = conn.broker
+        self.consumers: list = []  # one, or one per part of a client-side composite source
+        self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
+        self.deliveries: dict = {}  # pn_delivery_t* -> Ref
+        self.active = True  # False once detached: late store completions must not touch the link
+        self._tag = ffi.new("uint64_t[1]")
+        self._tag_ptr = ffi.cast("char *", self._tag)
+        self._tag_n = 0
+        self.expiry_policy = "session-end"
+        self.browser = False
+        self.durable_subscription = False
+        self.name = cproton.pn_link_name(link)
+
+    @classmethod
+    def attach(cls, conn: Connection, link) -> ConsumerLink | None:
+        broker = conn.broker
+        remote = read_terminus(lib.pn_link_remote_source(link))
+        handler = cls(conn, link)
+        handler.expiry_policy = remote.expiry_policy
+        link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
+        priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
+        if not remote.present or (remote.address is None and not remote.dynamic):
+            return handler._attach_existing_subscription(remote)
+        selector_text = None
+        accepted_filters = {}
+        found = find_filter(remote.filters, SELECTOR_DESCRIPTORS)
+        if found is not None:
+            key, described = found
+            selector_text = str(described.value)
+            accepted_filters[key] = described
+        predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
+        no_local = find_filter(remote.filters, NO_LOCAL_DESCRIPTORS)
+        if no_local is not None:
+            accepted_filters[no_local[0]] = no_local[1]
+        browser = remote.distribution_mode == "copy"
+        if remote.dynamic:
+            req = core_links.ConsumerRequest("", dynamic=True)
+        else:
+            address, options = address_options(remote.address)
+            if consumer_priority(options) is not None:
+                priority = consumer_priority(options)
+            server = broker.config.server
+            name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes)
+            caps = set(remote.capabilities)
+            shared = "shared" in caps
+            global_ = "global" in caps
+            req = core_links.ConsumerRequest(
+                name.address, name.routing_type, name.queue, browser=browser, selector=selector_text,
+                selector_predicate=predicate, priority=int(priority or 0),
+                no_local_container=conn.container_id or "" if no_local is not None else None,
+                subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
+                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
+                durable=remote.durable, shared=shared,
+                exclusive=options.get("consumer.exclusive", "").lower() == "true")
+            handler.durable_subscription = remote.durable
+        handler.browser = browser
+        handler.consumers = handler._attach_parts(req, remote)
+        local = lib.pn_link_source(link)
+        lib.pn_terminus_copy(local, lib.pn_link_remote_source(link))
+        filt = lib.pn_terminus_filter(local)
+        lib.pn_data_clear(filt)
+        if accepted_filters:
+            obj2dat(accepted_filters, filt)
+        if remote.dynamic:
+            cproton.pn_terminus_set_address(local, handler.consumers[0].queue.name)
+        lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
+        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        lib.pn_link_open(link)
+        return handler
+
+    def _attach_existing_subscription(self, remote) -> ConsumerLink:
+        """No source: look up a durable subscription by link name (JMS re-subscribe lookup)."""
+        # Artemis reads `global` from the link's desired capabilities, which this Proton binding
+        # does not expose: try the client-id name first, then the global one.
+        shared = "|" in self.name
+        po = self.broker.postoffice
+        queue = None
+        for global_ in (False, True):
+            queue_name = subscription_queue_name(self.conn.container_id, self.name, shared=shared,
+                                                 global_=global_, durable=True)
+            queue = po.queues.get(queue_name)
+            if queue is not None and queue.purpose == "subscription":
+                break
+            queue = None
+        if queue is None:
+            raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
+        req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
+        self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
+        self.durable_subscription = True
+        local = lib.pn_link_source(self.link)
+        cproton.pn_terminus_set_address(local, queue.name)
+        lib.pn_terminus_set_type(local, lib.PN_SOURCE)
+        lib.pn_terminus_set_durability(local, lib.PN_DELIVERIES)
+        lib.pn_terminus_set_expiry_policy(local, lib.PN_EXPIRE_NEVER)
+        lib.pn_terminus_set_distribution_mode(local, lib.PN_DIST_MODE_COPY)
+        obj2dat([symbol("topic")], lib.pn_terminus_capabilities(local))
+        if queue.filter_text:
+            obj2dat({symbol("jms-selector"): Described(symbol("apache.org:selector-filter:string"),
+                                                       queue.filter_text)}, lib.pn_terminus_filter(local))
+        lib.pn_terminus_copy(lib.pn_link_target(self.link), lib.pn_link_remote_target(self.link))
+        lib.pn_link_set_snd_settle_mode(self.link, lib.pn_link_remote_snd_settle_mode(self.link))
+        lib.pn_link_open(self.link)
+        return self
+
+    def _attach_parts(self, req: core_links.ConsumerRequest, remote) -> list:
+        """A source `a,b,topic://c` consumes from every part (ActiveMQ Classic composite)."""
+        if req.dynamic or "," not in req.address:
+            return [self.broker.attach_consumer(req, self, owner=self.conn)]
+        server = self.broker.config.server
+        consumers = []
+        try:
+            for part in split_composite(remote.address):
+                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                sub = core_links.ConsumerRequest(
+                    name.address, name.routing_type or ANYCAST, name.queue, browser=req.browser,
+                    selector=req.selector, selector_predicate=req.selector_predicate, priority=req.priority)
+                consumers.append(self.broker.attach_consumer(sub, self, owner=self.conn))
+        except errors.HermodError:
+            for c in consumers:
+                core_links.detach_consumer(self.broker.postoffice, c, closed=True)
+            raise
+        return consumers
+
+    # -- per message (hot path) ----------------------------------------------------------------
+    def send(self, consumer, ref) -> None:
+        """Called by the queue: write one message on this link."""
+        link = self.link
+        self._tag[0] = self._tag_n = self._tag_n + 1
+        d = lib.pn_delivery(link, (8, self._tag_ptr))
+        message = ref.message
+        count = ref.delivery_count - 1
+        data = message.encoded
+        if consumer.queue.outbound_annotations is not None:  # e.g. a virtual topic's origin
+            data = codec.with_annotations(data, message.envelope, consumer.queue.outbound_annotations)
+        if count > 0 and not consumer.browser:
+            data = codec.with_delivery_count(data, message.envelope, count)
+        lib.pn_link_send(link, data, len(data))
+        lib.pn_link_advance(link)
+        if len(self.consumers) > 1:  # the parts of a composite source share the link's credit
+            for other in self.consumers:
+                if other is not consumer:
+                    other.credit -= 1
+        if consumer.browser:
+            lib.pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
+        elif self.presettled:
+            lib.pn_delivery_settle(d)
+            consumer.queue.acknowledge(ref)
+        else:
+            self.deliveries[d] = ref
+        conn = self.conn
+        if not conn.marked:
+            conn.server.mark(conn)
+
+    def on_delivery(self, d) -> None:
+        """The client's disposition for a message we sent."""
+        if not lib.pn_delivery_updated(d) and not lib.pn_delivery_settled(d):
+            return
+        if d not in self.deliveries:
+            if lib.pn_delivery_settled(d):
+                coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
+                lib.pn_delivery_settle(d)
+            return
+        ref = self.deliveries[d]
+        state = lib.pn_delivery_remote_state(d)
+        settled = lib.pn_delivery_settled(d)
+        if ref is None:  # browsing: nothing happens to the queue
+            if settled or state:
+                del self.deliveries[d]
+                lib.pn_delivery_settle(d)
+            return
+        queue = ref.queue
+        if state == PN_ACCEPTED or (settled and state == 0):
+            del self.deliveries[d]
+            queue.acknowledge(ref, self._settler(d))
+            return
+        if state == PN_RELEASED:
+            del self.deliveries[d]
+            queue.release(ref)
+        elif state == PN_MODIFIED:
+            del self.deliveries[d]
+            disp = lib.pn_delivery_remote(d)
+            queue.release(ref, failed=bool(lib.pn_disposition_is_failed(disp)),
+                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
+        elif state == PN_REJECTED:
+            del self.deliveries[d]
+            queue.reject(ref, self._settler(d))
+            return
+        elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
+            coordinator.acquire(self, d, ref, settled)
+            return
+        else:
+            return  # e.g. a received state: not terminal
+        lib.pn_delivery_settle(d)
+
+    def _settler(self, d):
+        def settle(error: BaseException | None) -> None:
+            # The acknowledgement is committed: only now may the delivery be forgotten.
+            if self.active:
+                lib.pn_delivery_settle(d)
+                self.conn.server.mark(self.conn)
+        return settle
+
+    def on_flow(self) -> None:
+        credit = lib.pn_link_credit(self.link)
+        if lib.pn_link_get_drain(self.link):
+            self.conn.server.draining.add(self)
+        for consumer in self.consumers:
+            consumer.credit = credit
+            consumer.queue.postoffice.schedule(consumer.queue)
+
+    def drained(self) -> None:
+        if self.consumers and self.active:
+            lib.pn_link_drained(self.link)
+            for consumer in self.consumers:
+                consumer.credit = 0
+            self.conn.server.mark(self.conn)
+
+    def set_blocked(self, blocked: bool) -> None:
+        for consumer in self.consumers:
+            consumer.blocked = blocked
+            if not blocked:
+                consumer.queue.postoffice.schedule(consumer.queue)
+
+    def queue_deleted(self, consumer) -> None:
+        """The queue went away under this consumer: close the link with resource-deleted."""
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        if self.consumers or not self.active:
+            return
+        self.active = False
+        self.deliveries.clear()
+        self.conn.links.pop(self.link, None)
+        set_condition(lib.pn_link_condition(self.link), conditions.RESOURCE_DELETED,
+                      f"queue {consumer.queue.name} was deleted")
+        lib.pn_link_close(self.link)
+        self.conn.server.mark(self.conn)
+
+    def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        self.active = False
+        consumers, self.consumers = self.consumers, []
+        self.deliveries.clear()
+        closes = closed or self.expiry_policy == "link-detach" or (
+            session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
+        for consumer in consumers:
+            consumer.link = _Gone
+            core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)
+
+
+class _GoneLink:
+    """Stands in for a detached link so late callbacks find nothing to do."""
+
+    def send(self, consumer, ref) -> None:  # pragma: no cover - queue removes consumers first
+        raise RuntimeError("send on a detached link")
+
+    def queue_deleted(self, consumer) -> None:
+        pass
+
+
+_Gone = _GoneLink()

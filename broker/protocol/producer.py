@@ -1,0 +1,287 @@
+"""ProducerLink: a link a client sends messages on. Attach is the cold path (Proton data
+objects are fine there); the per-message path (`on_delivery`, `receive`) uses only `lib.pn_*`
+calls on raw pointers and keeps each message as its encoded bytes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import cproton
+from cproton_ffi import ffi, lib
+
+from ..core import errors, links as core_links
+from ..core.flow import DROP, FAIL
+from ..core.message import ANYCAST, MULTICAST, Message
+from . import codec, conditions, coordinator
+from .conditions import set_condition
+from .terminus import parse_name, read_terminus, split_composite
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger("hermod.link")
+
+# Producer credit (Artemis): a window of 1000, topped up when it falls to 300.
+PRODUCER_CREDIT = 1000
+PRODUCER_CREDIT_LOW = 300
+ROUTING_TYPE_ANNOTATION = "x-opt-routing-type"
+JMS_DEST_ANNOTATION = "x-opt-jms-dest"
+_JMS_DEST_TYPES = {0: ANYCAST, 2: ANYCAST, 1: MULTICAST, 3: MULTICAST}
+
+PN_ACCEPTED, PN_REJECTED = lib.PN_ACCEPTED, lib.PN_REJECTED
+TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
+
+
+def _routing_type_annotation(annotations: dict | None) -> str | None:
+    if annotations:
+        value = annotations.get(ROUTING_TYPE_ANNOTATION)
+        if value == 0:
+            return MULTICAST
+        if value == 1:
+            return ANYCAST
+    return None
+
+
+class ProducerLink:
+    """A link the client sends messages on."""
+
+    is_producer = True
+
+    __slots__ = ("conn", "link", "target", "broker", "postoffice", "_buf", "_buf_size", "max_size",
+                 "container_id", "name", "temporary", "active")
+
+    def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
+        self.conn = conn
+        self.link = link
+        self.target = target
+        self.broker = conn.broker
+        self.postoffice = conn.broker.postoffice
+        self._buf_size = 64 * 1024
+        self._buf = ffi.new("char[]", self._buf_size)
+        self.max_size = conn.broker.config.server.max_message_size
+        self.container_id = conn.container_id
+        self.name = cproton.pn_link_name(link)
+        self.temporary = target.temporary
+        self.active = True  # False once detached: late store completions must not touch the link
+
+    @classmethod
+    def attach(cls, conn: Connection, link) -> ProducerLink | None:
+        remote = read_terminus(lib.pn_link_remote_target(link))
+        if remote.coordinator:  # [transactions]
+            return coordinator.CoordinatorLink.attach(conn, link)
+        server = conn.broker.config.server
+        if remote.dynamic:
+            kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
+            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
+        elif remote.address and "," in remote.address:
+            parts = []
+            for part in split_composite(remote.address):
+                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                parts.append(conn.broker.attach_producer(
+                    core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
+            req = None
+            target = core_links.ProducerTarget(remote.address, None, None, parts=parts)
+        elif remote.address is None or not remote.present:
+            rt = parse_name("", remote.capabilities, (), ()).routing_type
+            req = core_links.ProducerRequest(None, routing_type=rt)
+        else:
+            name = parse_name(remote.address, remote.capabilities, server.anycast_prefixes,
+                              server.multicast_prefixes)
+            req = core_links.ProducerRequest(name.address, name.routing_type, name.queue)
+        if req is not None:
+            target = conn.broker.attach_producer(req)
+        handler = cls(conn, link, target)
+        lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
+        if remote.dynamic:
+            cproton.pn_terminus_set_address(lib.pn_link_target(link), target.address)
+        lib.pn_terminus_copy(lib.pn_link_source(link), lib.pn_link_remote_source(link))
+        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        lib.pn_link_set_max_message_size(link, handler.max_size)
+        lib.pn_link_open(link)
+        lib.pn_link_flow(link, PRODUCER_CREDIT)
+        return handler
+
+    # -- per message (hot path) ----------------------------------------------------------------
+    def on_delivery(self, d) -> None:
+        link = self.link
+        current, readable, partial = lib.pn_link_current, lib.pn_delivery_readable, lib.pn_delivery_partial
+        d = current(link)
+        while d != ffi.NULL and readable(d):
+            if lib.pn_delivery_aborted(d):
+                lib.pn_link_advance(link)
+                lib.pn_delivery_settle(d)
+                d = current(link)
+                continue
+            pending = lib.pn_delivery_pending(d)
+            if partial(d):
+                if pending > self.max_size:
+                    self._too_big(d, pending)
+                break
+            if pending > self.max_size:
+                self._too_big(d, pending)
+                return
+            if pending > self._buf_size:
+                self._buf_size = pending
+                self._buf = ffi.new("char[]", pending)
+            got = lib.pn_link_recv(link, self._buf, pending)
+            data = ffi.unpack(self._buf, got) if got > 0 else b""
+            lib.pn_link_advance(link)
+            self.receive(d, data)
+            d = current(link)
+        if lib.pn_link_credit(link) < PRODUCER_CREDIT_LOW:
+            self._top_up_credit()
+
+    def _top_up_credit(self) -> None:
+        """Credit back up to the window, unless the target is full under the block policy (or
+        the broker is over its memory limit): then the producer waits for room."""
+        if not self.active:
+            return
+        flow = self.postoffice.flow
+        if flow.may_grant_credit(self.target.address):
+            credit = lib.pn_link_credit(self.link)
+            if credit < PRODUCER_CREDIT_LOW:
+                lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
+                self.conn.server.mark(self.conn)
+        else:
+            flow.wait(self, self._top_up_credit)
+
+    def receive(self, d, data: bytes) -> None:
+        presettled = lib.pn_delivery_settled(d)
+        # [transactions] A transfer in a transaction says so in its state (one integer test
+        # for every other transfer); its plan is held by the transaction, posted at commit.
+        txn = None
+        if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
+            txn = coordinator.transfer_transaction(self, d, presettled)
+            if txn is None:
+                return
+        # [/transactions]
+        try:
+            envelope = codec.Envelope(data)
+        except codec.DecodeError as e:
+            self._outcome(d, presettled, PN_REJECTED, conditions.DECODE_ERROR, str(e))
+            if txn is not None:  # [transactions]
+                coordinator.transfer_failed(txn, presettled, conditions.DECODE_ERROR, str(e))
+            return
+        target = self.target
+        if target.parts is not None:
+            if txn is not None:  # [transactions]
+                coordinator.hold_send(d, presettled, txn, coordinator.composite_plan(self, data, envelope))
+                return
+            self._receive_composite(d, data, envelope, presettled)
+            return
+        address = target.address
+        rt = target.routing_type
+        queue = target.queue
+        if address is None:  # anonymous relay: the message's `to` says where
+            to = envelope.properties_of(data).get("to")
+            if not to:
+                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, "message has no 'to' address")
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, "message has no 'to' address")
+                return
+            annotations = envelope.annotations
+            if rt is None and annotations:
+                rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
+            try:
+                address, rt, queue = self.broker.resolve_relay(to, rt)
+            except errors.HermodError as e:
+                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, str(e))
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, str(e))
+                return
+        elif rt is None:
+            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
+        verdict = self.postoffice.flow.verdict(address)
+        if verdict is not None and verdict in (FAIL, DROP):
+            if verdict == FAIL:
+                self._outcome(d, presettled, PN_REJECTED, conditions.RESOURCE_LIMIT_EXCEEDED,
+                              f"Address is full: {address}")
+                if txn is not None:  # [transactions]
+                    coordinator.transfer_failed(txn, presettled, conditions.RESOURCE_LIMIT_EXCEEDED,
+                                                f"Address is full: {address}")
+            else:
+                self._outcome(d, presettled, PN_ACCEPTED)
+            return
+        message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
+        if address == self.broker.management_address:
+            self.conn.server.management.handle(message)
+            self._outcome(d, presettled, PN_ACCEPTED)
+            return
+        po = self.postoffice
+        plan = po.route(message, address, rt, queue)
+        if txn is not None:  # [transactions]
+            coordinator.hold_send(d, presettled, txn, plan)
+            return
+        if presettled:
+            po.post(plan)
+            lib.pn_delivery_settle(d)
+            return
+        if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
+            lib.pn_delivery_update(d, PN_ACCEPTED)
+            lib.pn_delivery_settle(d)
+            return
+        po.post(plan, self._completion(d))
+
+    def _completion(self, d):
+        def done(error: BaseException | None) -> None:
+            if not self.active:
+                return
+            if error is None:
+                lib.pn_delivery_update(d, PN_ACCEPTED)
+            else:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
+                              conditions.condition_for(error), f"message not stored: {error}")
+                lib.pn_delivery_update(d, PN_REJECTED)
+            lib.pn_delivery_settle(d)
+            self.conn.server.mark(self.conn)
+        return done
+
+    def _receive_composite(self, d, data: bytes, envelope, presettled: bool) -> None:
+        """A client-side composite target: one copy to each part."""
+        po = self.postoffice
+        now = int(time.time() * 1000)
+        plan = []
+        for part in self.target.parts:
+            message = Message(data, envelope, part.address, part.routing_type, self.container_id, now)
+            plan.extend(po.route(message, part.address, part.routing_type, part.queue))
+        if presettled:
+            po.post(plan)
+            lib.pn_delivery_settle(d)
+        else:
+            po.post(plan, self._completion(d))
+
+    def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
+                 description: str = "") -> None:
+        if not presettled:
+            if condition is not None:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
+            lib.pn_delivery_update(d, outcome)
+        lib.pn_delivery_settle(d)
+
+    def _too_big(self, d, size: int) -> None:
+        log.info("message of %d bytes over max_message_size %d on %s", size, self.max_size, self.name)
+        set_condition(lib.pn_link_condition(self.link), conditions.MESSAGE_SIZE_EXCEEDED,
+                      f"message of {size} bytes exceeds max_message_size {self.max_size}")
+        lib.pn_link_close(self.link)
+        self.conn.links.pop(self.link, None)
+        self.on_detach(closed=True)
+
+    def on_flow(self) -> None:
+        pass
+
+    def set_blocked(self, blocked: bool) -> None:
+        pass
+
+    def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        self.active = False
+        self.postoffice.flow.forget(self)
+        if self.temporary and self.target.address:
+            po = self.postoffice
+            if self.target.address in po.queues:
+                po.delete_queue(self.target.address)
+            else:
+                po.delete_address(self.target.address)
+            self.temporary = False
