@@ -16,9 +16,18 @@ the non-exclusive forwarders fire and the address's queues take it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+import logging
+from typing import TYPE_CHECKING, Callable
 
+from .errors import HermodError
 from .message import ANYCAST, MULTICAST, Message
+
+if TYPE_CHECKING:
+    from .postoffice import PostOffice
+
+log = logging.getLogger("hermod.core")
+
+MAX_FORWARD_HOPS = 16  # a message forwarded more often is in a cycle: dead-lettered instead
 
 Predicate = Callable[[Message], bool]
 
@@ -69,6 +78,63 @@ class Forwarder:
         if self.kind == "composite":
             return (not self.forward_only) or (not matched and self.send_when_not_matched)
         return not (self.exclusive and matched)
+
+
+def route_through(po: PostOffice, message: Message, address, routing_type: str | None, plan: list) -> None:
+    """Route through the forwarders bound to `address` (the rule above), then its queues."""
+    if address.forwarders:
+        if not message.id:
+            message.id = po.next_message_id()
+        keep = True
+        for f in address.forwarders:
+            if not f.exclusive or not f.applies(message, routing_type):
+                continue
+            entries = f.matching_entries(message)
+            if entries:
+                fire(po, f, message, entries, plan)
+            if not f.keeps_original(bool(entries)):
+                keep = False
+        if not keep:
+            plan.append((message, []))
+            return
+        for f in address.forwarders:
+            if not f.exclusive and f.applies(message, routing_type):
+                entries = f.matching_entries(message)
+                if entries:
+                    fire(po, f, message, entries, plan)
+    out: list = []
+    address.route(message, routing_type, out)
+    plan.append((message, out))
+
+
+def fire(po: PostOffice, f: Forwarder, message: Message, entries: list[Entry], plan: list) -> None:
+    """Each matching entry gets a copy routed again to its address (auto-create applies)."""
+    from .moves import plan_copy  # moves needs this module's annotations: import at use
+    f.fired += 1
+    for entry in entries:
+        if message.hops >= MAX_FORWARD_HOPS:
+            log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
+                        "it goes to the dead-letter address", message.id, message.hops, f.name)
+            plan_copy(po, message, f.name, po.settings_for(message.address).dead_letter_address,
+                            {}, plan)
+            return
+        rt = entry.copy_routing_type(message)
+        copy = po.annotate(message, orig_annotations(message, f.name), entry.address)
+        copy.routing_type = rt
+        copy.id = po.next_message_id()
+        copy.hops = message.hops + 1
+        if f.transformer is not None:
+            try:
+                copy = f.transformer(copy)
+            except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+                log.exception("transformer of %s failed; the copy is not forwarded", f.name)
+                continue
+        try:
+            po.ensure_send_target(entry.address, po.resolve_send_routing_type(entry.address, rt))
+        except HermodError as e:
+            log.warning("%s cannot forward to %s: %s", f.name, entry.address, e)
+            continue
+        route_through(po, copy, po.addresses[entry.address], rt, plan)
 
 
 def orig_annotations(message: Message, via: str) -> dict:

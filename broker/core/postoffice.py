@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from typing import Callable
 
 from . import ports
+from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
-from .errors import AddressNotFound, HermodError, QueueNotFound
+from .errors import AddressNotFound, QueueNotFound
 from .duplicates import DuplicateIds
 from . import moves
 from .flow import FlowControl
-from .forwarding import Entry, Forwarder, orig_annotations
+from . import forwarding
+from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .settings import AddressSettings, SettingsRepository
@@ -28,29 +29,6 @@ log = logging.getLogger("hermod.core")
 Done = Callable[[BaseException | None], None]
 Plan = list[tuple[Message, list[Queue]]]
 
-MAX_FORWARD_HOPS = 16
-
-
-class WallClock:
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-
-class NoTimers:
-    """Timers for a post office driven by hand (tests): nothing fires by itself."""
-
-    def __init__(self):
-        self.pending: list[tuple[int, Callable[[], None]]] = []
-
-    def call_at(self, due_ms: int, fn: Callable[[], None]):
-        entry = (due_ms, fn)
-        self.pending.append(entry)
-
-        class Handle:
-            def cancel(handle) -> None:
-                if entry in self.pending:
-                    self.pending.remove(entry)
-        return Handle()
 
 
 class PostOffice:
@@ -288,61 +266,8 @@ class PostOffice:
             address.route(message, routing_type, out)
             return [(message, out)]
         plan: Plan = []
-        self._route_into(message, address, routing_type, plan)
+        forwarding.route_through(self, message, address, routing_type, plan)
         return plan
-
-    def _route_into(self, message: Message, address: Address, routing_type: str | None, plan: Plan) -> None:
-        """Route through forwarders (exclusive first; see forwarding.py), then the queues."""
-        if address.forwarders:
-            if not message.id:
-                message.id = self.next_message_id()
-            keep = True
-            for f in address.forwarders:
-                if not f.exclusive or not f.applies(message, routing_type):
-                    continue
-                entries = f.matching_entries(message)
-                if entries:
-                    self._fire(f, message, entries, plan)
-                if not f.keeps_original(bool(entries)):
-                    keep = False
-            if not keep:
-                plan.append((message, []))
-                return
-            for f in address.forwarders:
-                if not f.exclusive and f.applies(message, routing_type):
-                    entries = f.matching_entries(message)
-                    if entries:
-                        self._fire(f, message, entries, plan)
-        out: list[Queue] = []
-        address.route(message, routing_type, out)
-        plan.append((message, out))
-
-    def _fire(self, f: Forwarder, message: Message, entries: list[Entry], plan: Plan) -> None:
-        f.fired += 1
-        for entry in entries:
-            if message.hops >= MAX_FORWARD_HOPS:
-                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
-                            "it goes to the dead-letter address", message.id, message.hops, f.name)
-                moves.plan_copy(self, message, f.name, self.settings_for(message.address).dead_letter_address,
-                                {}, plan)
-                return
-            rt = entry.copy_routing_type(message)
-            copy = self.annotate(message, orig_annotations(message, f.name), entry.address)
-            copy.routing_type = rt
-            copy.id = self.next_message_id()
-            copy.hops = message.hops + 1
-            if f.transformer is not None:
-                try:
-                    copy = f.transformer(copy)
-                except Exception:  # noqa: BLE001 - a user's transformer must not break routing
-                    log.exception("transformer of %s failed; the copy is not forwarded", f.name)
-                    continue
-            try:
-                self.ensure_send_target(entry.address, self.resolve_send_routing_type(entry.address, rt))
-            except HermodError as e:
-                log.warning("%s cannot forward to %s: %s", f.name, entry.address, e)
-                continue
-            self._route_into(copy, self.addresses[entry.address], rt, plan)
 
     def resolve_send_routing_type(self, name: str, rt: str | None) -> str | None:
         """Rules 3-4 of a send's routing type: an existing address with one routing type gives
@@ -521,25 +446,6 @@ class PostOffice:
                 queue.paged = -1  # more in the store than the window: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
         self.duplicates.load(recovered.duplicate_ids)
-
-
-class MemoryJournal:
-    """The `memory` store: nothing is persisted, every unit completes at once."""
-
-    durable = False
-
-    def recover(self) -> ports.Recovered:
-        return ports.Recovered([], [], {}, 1)
-
-    def submit(self, ops, done) -> None:
-        if done is not None:
-            done(None)
-
-    def read_page(self, queue, after_message_id, limit, done) -> None:
-        done([])
-
-    def close(self) -> None:
-        pass
 
 
 __all__ = ["PostOffice", "MemoryJournal", "Consumer", "Queue", "Ref", "MULTICAST", "ANYCAST"]
