@@ -25,7 +25,7 @@ class ManagementEndpoint:
         reply_to = request.reply_to
         operation = (request.properties or {}).get("operation")
         try:
-            body, status, error = self.broker.management.call(str(operation)), 200, None
+            body, status, error = self.broker.management.call(str(operation), reply_to), 200, None
         except KeyError as e:
             body, status, error = None, 400, str(e.args[0])
         if not reply_to:

@@ -12,11 +12,8 @@ from wire_helpers import (Browse, Caps, Dynamic, DurableSubscription, Shared, co
 
 
 def queues(url: str) -> dict[str, dict]:
-    """queue name -> stat row, leaving out the management call's own reply queue."""
-    rows = management_call(url, "queue.stat")
-    return {r["queue"]: r for r in rows if not (r["queue"] == r["address"] and r["consumers"] == 1
-                                                  and r["routing_type"] == "anycast" and len(r["queue"]) == 36
-                                                  and r["added"] == 0)}
+    """queue name -> stat row (the management call's own reply queue is not listed)."""
+    return {r["queue"]: r for r in management_call(url, "queue.stat")}
 
 
 def test_anycast_send_and_receive_on_a_new_address(broker):
@@ -280,4 +277,20 @@ def test_non_durable_subscription_is_private_and_removed_on_close(broker):
     assert len(added) == 1
     s.close()
     assert not (set(queues(broker.url)) & added)
+    conn.close()
+
+
+def test_temporary_queue_goes_when_its_session_ends(broker):
+    conn = connect(broker.url)
+    session = conn.conn.session()
+    session.open()
+    receiver = session.receiver("temp-in-session")
+    receiver.source.dynamic = True
+    receiver.open()
+    conn.wait(lambda: receiver.remote_source.address is not None, msg="dynamic attach")
+    name = receiver.remote_source.address
+    assert name in queues(broker.url)
+    session.close()
+    conn.wait(lambda: session.state & session.REMOTE_CLOSED, msg="session end")
+    assert name not in queues(broker.url)
     conn.close()
