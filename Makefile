@@ -4,15 +4,21 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test install system-deps java interop-deps bench clean
 
+# The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[test,spark]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -37,7 +43,7 @@ java:
 interop-deps:
 	bash interop/setup.sh
 
-test: $(STAMP) system-deps java interop-deps
+test: $(TEST_STAMP) system-deps java interop-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
