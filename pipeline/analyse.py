@@ -130,11 +130,13 @@ def analyse(spark, request: Request) -> dict:
                   F.min("arrival_time").alias("first"), F.max("arrival_time").alias("last"))
              .orderBy("address"))
 
+    from broker.replay import parse_time
+
     acks = _read(spark, request, "acknowledgements").where(F.col("address").isNotNull())
     if request.from_time:
-        acks = acks.where(F.col("arrival_time") >= F.to_timestamp(F.lit(request.from_time)))
+        acks = acks.where(F.unix_millis("arrival_time") >= F.lit(parse_time(request.from_time)))
     if request.to_time:
-        acks = acks.where(F.col("arrival_time") < F.to_timestamp(F.lit(request.to_time)))
+        acks = acks.where(F.unix_millis("arrival_time") < F.lit(parse_time(request.to_time)))
     latency = (acks.groupBy("address")
                .agg(F.count(F.lit(1)).alias("acked"),
                     F.percentile_approx("latency_ms", 0.5, 100_000).cast("double").alias("p50_ms"),

@@ -22,6 +22,8 @@ from pgcluster import PgCluster, find_bindir  # noqa: E402
 
 _database_numbers = itertools.count(1)
 
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     pytest.importorskip("pyspark")
@@ -35,6 +37,9 @@ def spark(tmp_path_factory):
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", "1g")
+               # Short jobs on small data: a JVM that skips the optimising compiler starts and
+               # warms up about twice as fast here.
+               .config("spark.driver.extraJavaOptions", FAST_JVM)
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
