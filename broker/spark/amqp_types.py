@@ -32,6 +32,7 @@ TYPE_NAMES: dict[int, str] = {
 }
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 
 
 def type_name(buf: bytes, pos: int) -> str:
@@ -41,6 +42,16 @@ def type_name(buf: bytes, pos: int) -> str:
 def typed_map(buf: bytes, section_at: int) -> list[tuple[Any, str, Any]]:
     """(key, AMQP type name of the value, value) for each entry of the map section that starts
     at `section_at` (a described section: descriptor, then the map). Empty when absent."""
+    return [(key, kind, value) for key, kind, value, _text in _entries(buf, section_at, False)]
+
+
+def typed_text_map(buf: bytes, section_at: int) -> list[tuple[Any, str, str | None]]:
+    """(key, type name, text form) for each entry: the pipeline's hot loop, which reads the
+    common primitive types straight to text without building typed values first."""
+    return [(key, kind, found) for key, kind, _value, found in _entries(buf, section_at, True)]
+
+
+def _entries(buf: bytes, section_at: int, as_text: bool) -> list[tuple]:
     if section_at < 0:
         return []
     p = section_at + 3 if buf[section_at + 1] == 0x53 else codec.skip(buf, section_at + 1)
@@ -52,17 +63,27 @@ def typed_map(buf: bytes, section_at: int) -> list[tuple[Any, str, Any]]:
     else:
         return []
     entries = []
+    decode, names, readers = codec.decode, TYPE_NAMES, _TEXT_READERS
     for _ in range(count // 2):
-        key, p = codec.decode(buf, p)
-        kind = type_name(buf, p)
-        value, p = codec.decode(buf, p)
-        entries.append((key, kind, value))
+        if buf[p] == 0xA1:  # the usual key: a short string
+            n = buf[p + 1]
+            key, p = buf[p + 2:p + 2 + n].decode(), p + 2 + n
+        else:
+            key, p = decode(buf, p)
+        code = buf[p]
+        kind = names.get(code, "unknown")
+        reader = readers[code] if as_text else None
+        if reader is not None:
+            found, p = reader(buf, p + 1)
+            entries.append((key, kind, None, found))
+        else:
+            value, p = decode(buf, p)
+            entries.append((key, kind, value, text(kind, value) if as_text else None))
     return entries
 
 
 def timestamp_text(ms: int) -> str:
-    moment = _EPOCH + timedelta(milliseconds=int(ms))
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (_NAIVE_EPOCH + timedelta(milliseconds=int(ms))).isoformat(timespec="milliseconds") + "Z"
 
 
 def float_text(value: float, single: bool = False) -> str:
@@ -105,6 +126,46 @@ def text(kind: str, value: Any) -> str | None:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_loose_text(k)}: {_loose_text(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def _text_reader(width: int, fmt: str | None, form):
+    unpack = struct.Struct(fmt).unpack_from if fmt else None
+
+    def read(buf: bytes, p: int) -> tuple[str, int]:
+        value = unpack(buf, p)[0] if unpack else buf[p]
+        return form(value), p + width
+    return read
+
+
+def _str_reader(size_width: int):
+    def read(buf: bytes, p: int) -> tuple[str, int]:
+        n = buf[p] if size_width == 1 else struct.unpack_from(">I", buf, p)[0]
+        start = p + size_width
+        return buf[start:start + n].decode(), start + n
+    return read
+
+
+# Type code -> reader of the value's text form (position after the code in, text and the
+# position after the value out); None: decode the value, then `text`.
+_TEXT_READERS: list = [None] * 256
+_TEXT_READERS[0x40] = lambda buf, p: (None, p)
+_TEXT_READERS[0x41] = lambda buf, p: ("true", p)
+_TEXT_READERS[0x42] = lambda buf, p: ("false", p)
+_TEXT_READERS[0x56] = lambda buf, p: ("true" if buf[p] else "false", p + 1)
+_TEXT_READERS[0x43] = _TEXT_READERS[0x44] = lambda buf, p: ("0", p)
+_TEXT_READERS[0x50] = _TEXT_READERS[0x52] = _TEXT_READERS[0x53] = _text_reader(1, None, str)
+_TEXT_READERS[0x51] = _TEXT_READERS[0x54] = _TEXT_READERS[0x55] = _text_reader(1, ">b", str)
+_TEXT_READERS[0x60] = _text_reader(2, ">H", str)
+_TEXT_READERS[0x61] = _text_reader(2, ">h", str)
+_TEXT_READERS[0x70] = _text_reader(4, ">I", str)
+_TEXT_READERS[0x71] = _text_reader(4, ">i", str)
+_TEXT_READERS[0x80] = _text_reader(8, ">Q", str)
+_TEXT_READERS[0x81] = _text_reader(8, ">q", str)
+_TEXT_READERS[0x72] = _text_reader(4, ">f", lambda v: float_text(v, single=True))
+_TEXT_READERS[0x82] = _text_reader(8, ">d", float_text)
+_TEXT_READERS[0x83] = _text_reader(8, ">q", timestamp_text)
+_TEXT_READERS[0xA1] = _TEXT_READERS[0xA3] = _str_reader(1)
+_TEXT_READERS[0xB1] = _TEXT_READERS[0xB3] = _str_reader(4)
 
 
 def _loose_text(value: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from broker.protocol import codec
 
-from .amqp_types import encode_map, id_text, text, typed_map
+from .amqp_types import encode_map, id_text, typed_text_map
 
 COLUMNS = (
     ("id", "BIGINT"), ("address", "STRING"), ("routing_type", "STRING"), ("message_id", "STRING"),
@@ -30,25 +30,60 @@ def epoch_ms_to_datetime(ms: int | None) -> datetime | None:
 
 
 def message_columns(encoded: bytes) -> tuple:
-    """(message_id, durable, priority, creation_time, subject, group_id, properties,
-    property_types, annotations, body, body_text) of one encoded message."""
-    envelope = codec.Envelope(encoded)
-    props = envelope.properties_of(encoded)
+    """(message_id, durable, priority, creation_time ms or None, subject, group_id, properties,
+    property_types, annotations, body, body_text) of one encoded message, in one pass over
+    its sections."""
+    durable, priority = False, 4
+    props: list = []
     properties: dict[str, str | None] = {}
     property_types: dict[str, str] = {}
-    for key, kind, value in typed_map(encoded, envelope.app_properties_at):
-        name = str(key)
-        properties[name] = text(kind, value)
-        property_types[name] = kind
-    annotations = {str(key): text(kind, value)
-                   for key, kind, value in typed_map(encoded, _annotations_at(encoded, envelope))}
-    body, body_text = _body(encoded, props.get("content_type"))
-    subject, group_id = props.get("subject"), props.get("group_id")
+    annotations: dict[str, str | None] = {}
+    data: list[bytes] = []
+    body: bytes | None = None
+    body_text: str | None = None
+    section_value = codec.section_value
+    for descriptor, start, end in codec.sections(encoded):
+        if descriptor == codec.HEADER:
+            header = section_value(encoded, start)
+            if header:
+                durable = bool(header[0])
+                if len(header) > 1 and header[1] is not None:
+                    priority = int(header[1])
+        elif descriptor == codec.MESSAGE_ANNOTATIONS:
+            for key, _kind, found in typed_text_map(encoded, start):
+                annotations[str(key)] = found
+        elif descriptor == codec.PROPERTIES:
+            found = section_value(encoded, start)
+            props = found if isinstance(found, list) else []
+        elif descriptor == codec.APPLICATION_PROPERTIES:
+            for key, kind, found in typed_text_map(encoded, start):
+                name = str(key)
+                properties[name] = found
+                property_types[name] = kind
+        elif descriptor == codec.DATA:
+            data.append(section_value(encoded, start))
+        elif descriptor == codec.AMQP_VALUE and body is None and not data:
+            value_at = start + 3 if encoded[start + 1] == 0x53 else codec.skip(encoded, start + 1)
+            if encoded[value_at] in (0xA1, 0xB1):
+                body_text = codec.decode(encoded, value_at)[0]
+                body = body_text.encode()
+            else:
+                body = bytes(encoded[value_at:end])
+        elif descriptor == codec.AMQP_SEQUENCE and not data:
+            # Every sequence section, as encoded (descriptors included).
+            body = (body or b"") + bytes(encoded[start:end])
+    if data:
+        body = b"".join(data)
+        content_type = props[6] if len(props) > 6 else None
+        if content_type is not None and str(content_type).lower().startswith("text/"):
+            body_text = body.decode("utf-8", errors="replace")
+    count = len(props)
+    message_id = id_text(props[0]) if count else None
+    subject = props[3] if count > 3 else None
+    creation = props[9] if count > 9 else None
+    group_id = props[10] if count > 10 else None
     return (
-        id_text(props.get("message_id")),
-        bool(envelope.durable),
-        int(envelope.priority),
-        epoch_ms_to_datetime(props.get("creation_time")),
+        message_id, durable, 9 if priority > 9 else priority, int(creation) if creation else None,
         None if subject is None else str(subject),
         None if group_id is None else str(group_id),
         properties, property_types, annotations, body, body_text,
@@ -57,51 +92,15 @@ def message_columns(encoded: bytes) -> tuple:
 
 def retained_row(row_id: int, address: str, routing_type: str | None, arrival_ms: int,
                  encoded: bytes) -> tuple:
+    """The contract's columns as Python values (timestamps as datetimes)."""
     cols = message_columns(encoded)
-    return (row_id, address, routing_type, *cols[:4], epoch_ms_to_datetime(arrival_ms), *cols[4:])
+    return (row_id, address, routing_type, *cols[:3], epoch_ms_to_datetime(cols[3]),
+            epoch_ms_to_datetime(arrival_ms), *cols[4:])
 
 
 def browsed_row(position: int, address: str, encoded: bytes) -> tuple:
     cols = message_columns(encoded)
-    return (position, address, None, *cols[:4], None, *cols[4:])
-
-
-def _annotations_at(encoded: bytes, envelope: codec.Envelope) -> int:
-    if not envelope.annotations:
-        return -1
-    for descriptor, start, _end in codec.sections(encoded):
-        if descriptor == codec.MESSAGE_ANNOTATIONS:
-            return start
-        if descriptor >= codec.PROPERTIES:
-            break
-    return -1
-
-
-def _body(encoded: bytes, content_type: Any) -> tuple[bytes | None, str | None]:
-    """(body bytes, body text) as the contract's `body` and `body_text` columns."""
-    data: list[bytes] = []
-    for descriptor, start, end in codec.sections(encoded):
-        if descriptor == codec.DATA:
-            data.append(codec.section_value(encoded, start))
-        elif descriptor == codec.AMQP_VALUE:
-            value_at = start + 3 if encoded[start + 1] == 0x53 else codec.skip(encoded, start + 1)
-            code = encoded[value_at]
-            if code in (0xA1, 0xB1):
-                value = codec.decode(encoded, value_at)[0]
-                return value.encode(), value
-            return bytes(encoded[value_at:end]), None
-        elif descriptor == codec.AMQP_SEQUENCE:
-            body_end = end
-            for d, _s, e in codec.sections(encoded):
-                if d == codec.AMQP_SEQUENCE:
-                    body_end = e
-            return bytes(encoded[start:body_end]), None
-    if not data:
-        return None, None
-    body = b"".join(data)
-    if content_type is not None and str(content_type).lower().startswith("text/"):
-        return body, body.decode("utf-8", errors="replace")
-    return body, None
+    return (position, address, None, *cols[:3], epoch_ms_to_datetime(cols[3]), None, *cols[4:])
 
 
 # -- writing --------------------------------------------------------------------------------------

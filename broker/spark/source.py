@@ -41,6 +41,7 @@ from pyspark.sql.types import (
 )
 
 from . import store_reader
+from .rows import COLUMNS
 from .store_reader import IdRange, ReadError, Selection
 
 
@@ -62,7 +63,7 @@ class HermodDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if "store" in self.options:
-            return StoreReader(self.options)
+            return StoreReader(self.options, schema)
         if "url" in self.options and "queue" in self.options:
             return BrowseReader(self.options)
         raise ReadError("format hermod needs option store (retained messages) or options url "
@@ -89,7 +90,7 @@ class RangePartition(InputPartition):
 
 
 class StoreReader(DataSourceReader):
-    def __init__(self, options) -> None:
+    def __init__(self, options, schema: StructType | None = None) -> None:
         from broker.replay import ReplayError, parse_time
         from store.engine import make_engine
 
@@ -107,6 +108,10 @@ class StoreReader(DataSourceReader):
             raise ReadError(f"option numPartitions: expected a positive integer, not {partitions!r}") from None
         if self.partitions_wanted is not None and self.partitions_wanted < 1:
             raise ReadError(f"option numPartitions: expected a positive integer, not {partitions!r}")
+        # Retained messages go to Spark as Arrow batches when the schema is the contract's.
+        self.arrow = table == "messages" and schema is not None and \
+            schema.simpleString() == _MESSAGES_SIMPLE
+        self.schema = schema
         engine = make_engine(url)
         try:
             addresses = store_reader.resolve_addresses(engine, table, options.get("address"))
@@ -118,8 +123,29 @@ class StoreReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         return [RangePartition(r) for r in self.ranges]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator:
+        arrow_schema = _arrow_schema(self.schema) if self.arrow else None
+        if arrow_schema is not None:
+            return store_reader.read_arrow(self.selection, partition.id_range, arrow_schema)
         return store_reader.read(self.selection, partition.id_range)
+
+
+def _simple(columns) -> str:
+    return "struct<" + ",".join(f"{name}:{kind.lower().replace(' ', '')}" for name, kind in columns) + ">"
+
+
+_MESSAGES_SIMPLE = _simple(COLUMNS)
+
+
+def _arrow_schema(schema: StructType):
+    """The Arrow schema Spark expects for `schema` (None where this PySpark cannot say: the
+    reader then yields tuples)."""
+    try:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(schema, timezone="UTC")
+    except (ImportError, TypeError):
+        return None
 
 
 class BrowseReader(DataSourceReader):

@@ -159,3 +159,25 @@ def test_browse_reads_a_live_queue_in_order_and_leaves_the_messages(spark, start
 def test_reading_without_store_or_url_is_an_error(spark):
     with pytest.raises(Exception, match="needs option store"):
         spark.read.format("hermod").load().collect()
+
+
+def test_retained_messages_reach_spark_as_arrow_batches_equal_to_the_row_form(spark, sqlite_store, start_broker):
+    import pyarrow as pa
+
+    from broker.spark.source import StoreReader
+    from broker.spark.store_reader import read
+
+    b = start_broker(store=sqlite_store, config=RETENTION)
+    send_bodies(b.url, "pipe.arrow", ["one", "two"], properties={"k": 1}, creation_time=1.5)
+    schema = spark.read.format("hermod").option("store", sqlite_store).load().schema
+    reader = StoreReader({"store": sqlite_store}, schema)
+    assert reader.arrow
+    (partition,) = reader.partitions()
+    (batch,) = list(reader.read(partition))
+    assert isinstance(batch, pa.RecordBatch)
+    as_rows = [tuple(dict(v) if isinstance(v, list) else v for v in row.values())
+               for row in batch.to_pylist()]  # Arrow maps come back as lists of pairs
+    plain = list(read(reader.selection, partition.id_range))
+    assert [r[:6] + r[8:] for r in as_rows] == [p[:6] + p[8:] for p in plain]
+    assert [(r[6].timestamp(), r[7].timestamp()) for r in as_rows] == \
+        [(p[6].timestamp(), p[7].timestamp()) for p in plain]
