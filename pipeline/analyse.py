@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> Path:
     if master and master.startswith("local"):
         builder = builder.config("spark.sql.shuffle.partitions", "8")
     spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")  # the job's own output is the files and one line
     try:
         analyse(spark, request)
     finally:
@@ -186,8 +187,10 @@ def _chart(rate_rows: list, bucket: int, path: Path) -> None:
         times = [start + timedelta(seconds=bucket * i) for i in range(steps)]
         for address in sorted(series):
             points = series[address]
-            axes.plot(times, [points.get(t, 0.0) for t in times], marker="o" if steps < 40 else None,
-                      label=address)
+            # A rate holds for its whole bucket: steps, not lines between bucket starts.
+            axes.step(times + [times[-1] + timedelta(seconds=bucket)],
+                      [points.get(t, 0.0) for t in times] + [points.get(times[-1], 0.0)],
+                      where="post", label=address)
         axes.legend(loc="upper left", fontsize="small")
     else:
         axes.text(0.5, 0.5, "no retained messages", ha="center", va="center",
