@@ -1,0 +1,280 @@
+"""Store faults as a broker process meets them.
+
+PostgreSQL stopped under a running broker (a cluster of this module's own, stopped and started
+by the tests): durable work waits instead of being confirmed (no false accept, no false ack
+confirmation), and completes once the server is back within the journal's `fail_after_s`
+(30 s by default; the outage here lasts a few seconds). A store that cannot be used at start
+(a corrupt SQLite file, a schema stamped by a newer Hermod, an unreachable PostgreSQL server)
+gives one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+from proton import Message
+from proton.reactor import DurableSubscription
+from sqlalchemy import text
+
+from durable_clients import (AckingConsumer, AsyncProducer, StoreView, body_of, queue_stats,
+                             receive_exactly, require_postgresql, send_durable, sqlite_path,
+                             wait_until)
+from pgcluster import PgCluster, free_port
+from wire_helpers import connect, topic
+
+OUTAGE_WARNING = "unreachable"
+
+
+def durable(body) -> Message:
+    return Message(body=body, durable=True)
+
+
+def hermod(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def one_line_and_exit_2(result: subprocess.CompletedProcess) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
+    assert result.stdout.strip() == ""
+    assert lines[0].startswith("hermod: ")
+    return lines[0]
+
+
+# -- PostgreSQL going away under a running broker ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def _module_cluster():
+    require_postgresql()
+    with PgCluster(durable=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def outage_cluster(_module_cluster):
+    """This module's cluster, running at the start and at the end of each test."""
+    if not _module_cluster.running:
+        _module_cluster.start()
+    yield _module_cluster
+    if not _module_cluster.running:
+        _module_cluster.start()
+
+
+def outage_reported(broker) -> bool:
+    return any(OUTAGE_WARNING in line and "WARNING" in line for line in broker.stderr_lines)
+
+
+def test_producer_gets_no_accept_while_postgresql_is_down_and_completes_after(
+        outage_cluster, start_broker):
+    store_url = outage_cluster.create_database("producer_outage")
+    broker = start_broker(store=store_url)
+    send_durable(broker.url, "fault.q", [durable("before")])
+
+    outage_cluster.stop()
+    count = 20
+    producer = AsyncProducer(broker.url, "fault.q",
+                             [(i, durable(f"during-{i}")) for i in range(count)]).start()
+    wait_until(lambda: len(producer.sent) == count, "the transfers to leave the client")
+    wait_until(lambda: outage_reported(broker), "the broker's store-outage warning")
+    assert producer.accepted == [] and producer.refused == []  # waiting: no false accept
+
+    outage_cluster.start()
+    producer.join(timeout=30)
+    assert producer.errors == [] and producer.refused == []
+    assert producer.accepted == list(range(count))
+    assert any("reachable again" in line for line in broker.stderr_lines)
+
+    # Stored, not just accepted: a SIGKILL later they are all there, in order.
+    broker.kill()
+    broker = start_broker(store=store_url)
+    got = receive_exactly(broker.url, "fault.q", count + 1)
+    assert [body_of(m) for m in got] == ["before"] + [f"during-{i}" for i in range(count)]
+
+
+def test_acknowledgements_are_not_confirmed_while_postgresql_is_down(outage_cluster, start_broker):
+    store_url = outage_cluster.create_database("ack_outage")
+    broker = start_broker(store=store_url)
+    count = 5
+    send_durable(broker.url, "fault.acks", [durable(f"a{i}") for i in range(count)])
+
+    outage_cluster.stop()
+    consumer = AckingConsumer(broker.url, "fault.acks", key=body_of).start()
+    wait_until(lambda: len(consumer.received) == count, "the messages to reach the consumer")
+    wait_until(lambda: outage_reported(broker), "the broker's store-outage warning")
+    assert consumer.acked == []  # the broker holds the settlements: the acks are not stored
+
+    outage_cluster.start()
+    wait_until(lambda: len(consumer.acked) == count, "the acknowledgements to be confirmed")
+    consumer.stop()
+    consumer.join()
+    broker.kill()
+    with StoreView(store_url) as store:
+        assert store.refs_of("fault.acks") == [] and store.message_count() == 0
+
+
+@pytest.mark.xfail(strict=True, reason="broker bug: a durable subscription's attach is answered "
+                   "before its queue record is committed (PutQueue is submitted with no "
+                   "completion), so a crash after the client saw the subscription created can "
+                   "lose it")
+def test_durable_subscription_answered_during_an_outage_survives_a_crash(outage_cluster,
+                                                                        start_broker):
+    """With the store away the race is made deterministic: an attach answered while nothing
+    can be committed, followed by a SIGKILL, shows whether the answer waited for the store."""
+    store_url = outage_cluster.create_database("subscription_outage")
+    broker = start_broker(store=store_url)
+    outage_cluster.stop()
+    answered = threading.Event()
+    failures: list[BaseException] = []
+
+    def subscribe() -> None:
+        try:
+            conn = connect(broker.url, container_id="cid")
+            conn.create_receiver("fault.news", name="sub", options=[DurableSubscription(), topic()])
+            answered.set()
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    threading.Thread(target=subscribe, daemon=True).start()
+    wait_until(lambda: outage_reported(broker) or answered.is_set() or failures,
+               "the attach to be answered or the store's outage to be reported")
+    if answered.is_set():
+        broker.kill()  # answered while nothing could be stored
+        outage_cluster.start()
+    else:
+        outage_cluster.start()
+        wait_until(lambda: answered.is_set() or failures, "the attach to be answered")
+        broker.kill()
+    if failures:
+        pytest.skip(f"the broker refused the attach during the outage: {failures[0]}")
+    broker = start_broker(store=store_url)
+    assert "cid.sub" in queue_stats(broker.url)
+
+
+# -- outages longer than the journal's fail_after_s --------------------------------------------
+
+# The broker has no setting for the journal's fail_after_s (30 s): these tests shorten it in the
+# broker process with a sitecustomize hook on its PYTHONPATH that wraps store.open_journal.
+FAIL_AFTER_S = 1.0
+SITECUSTOMIZE = textwrap.dedent(f"""
+    import store
+
+    _open_journal = store.open_journal
+
+    def open_journal(url, post, **options):
+        options.setdefault("fail_after_s", {FAIL_AFTER_S})
+        return _open_journal(url, post, **options)
+
+    store.open_journal = open_journal
+""")
+
+
+@pytest.fixture
+def short_fail_after(tmp_path) -> dict:
+    """`env` for start_broker: the broker's journal gives up on a unit after FAIL_AFTER_S."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH"))
+                                          if p)}
+
+
+def test_producer_is_rejected_clearly_when_the_outage_outlasts_fail_after(
+        outage_cluster, start_broker, short_fail_after):
+    store_url = outage_cluster.create_database("long_outage")
+    broker = start_broker(store=store_url, env=short_fail_after)
+    send_durable(broker.url, "fault.long", [durable("before")])
+
+    outage_cluster.stop()
+    producer = AsyncProducer(broker.url, "fault.long", [(i, durable(f"lost-{i}")) for i in range(3)])
+    producer.start()
+    producer.join(timeout=FAIL_AFTER_S + 15)
+    assert producer.accepted == []
+    assert [(key, outcome) for key, outcome, _ in producer.refused] == [
+        (0, "rejected"), (1, "rejected"), (2, "rejected")]
+    for _, _, description in producer.refused:
+        assert "not stored" in description and "unreachable" in description
+
+    outage_cluster.start()
+    send_durable(broker.url, "fault.long", [durable("after")])  # the broker resumes
+    broker.kill()
+    broker = start_broker(store=store_url)
+    assert [body_of(m) for m in receive_exactly(broker.url, "fault.long", 2)] == ["before", "after"]
+
+
+@pytest.mark.xfail(strict=True, reason="broker bug: the consumer link's _settler "
+                   "(broker/protocol/consumer.py) ignores its error and settles the delivery "
+                   "even when the acknowledgement's unit failed (StoreUnavailable), so "
+                   "the client is told the ack is final while the message is still in the store "
+                   "and comes back after a restart")
+def test_acknowledgement_that_could_not_be_stored_is_not_confirmed(
+        outage_cluster, start_broker, short_fail_after):
+    store_url = outage_cluster.create_database("long_ack_outage")
+    broker = start_broker(store=store_url, env=short_fail_after)
+    send_durable(broker.url, "fault.unacked", [durable("a0"), durable("a1")])
+
+    outage_cluster.stop()
+    consumer = AckingConsumer(broker.url, "fault.unacked", key=body_of).start()
+    wait_until(lambda: len(consumer.received) == 2, "the messages to reach the consumer")
+    # The probe's unit is submitted after the acks' units: once it is rejected (after
+    # fail_after_s), the acks' units have failed too, and their settlements, if any, were
+    # written on this connection before the probe's outcome.
+    consumer.probe("fault.probe", durable("probe"))
+    wait_until(lambda: consumer.probe_outcome is not None, "the probe's outcome",
+               timeout=FAIL_AFTER_S + 15)
+    assert consumer.probe_outcome == "rejected"
+    confirmed = list(consumer.acked)
+    consumer.stop()
+    consumer.join()
+
+    outage_cluster.start()
+    broker.kill()
+    broker = start_broker(store=store_url)
+    still_there = [body_of(m) for m in receive_exactly(broker.url, "fault.unacked", 2)]
+    assert still_there == ["a0", "a1"]  # the acks were never stored ...
+    assert confirmed == []  # ... so the broker must not have confirmed them
+
+
+# -- a store that cannot be used at start ------------------------------------------------------
+
+
+def test_corrupt_sqlite_file_gives_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "hermod.db"
+    path.write_bytes(b"this is not an SQLite database, whatever its name says\n" * 200)
+    result = hermod("run", "--port", "0", "--store", f"sqlite:///{path}", cwd=tmp_path)
+    line = one_line_and_exit_2(result)
+    assert str(path) in line
+
+
+def test_truncated_sqlite_store_gives_one_line_and_exit_2(tmp_path):
+    """A real store cut short (a disk that lost its tail): not silently re-created."""
+    store_url = f"sqlite:///{tmp_path / 'hermod.db'}"
+    assert hermod("db", "upgrade", "--store", store_url).returncode == 0
+    path = sqlite_path(store_url)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    line = one_line_and_exit_2(hermod("run", "--port", "0", "--store", store_url, cwd=tmp_path))
+    assert str(path) in line
+
+
+def test_schema_from_a_newer_hermod_gives_one_line_and_exit_2(store_url, tmp_path):
+    assert hermod("db", "upgrade", "--store", store_url).returncode == 0
+    with StoreView(store_url) as store, store.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    line = one_line_and_exit_2(hermod("run", "--port", "0", "--store", store_url, cwd=tmp_path))
+    assert "9999" in line and "newer" in line
+    # Nothing was changed: the next Hermod still finds its revision.
+    with StoreView(store_url) as store:
+        assert store.scalar("SELECT version_num FROM alembic_version") == "9999"
+
+
+def test_unreachable_postgresql_at_start_gives_one_line_and_exit_2(tmp_path):
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/hermod"
+    line = one_line_and_exit_2(hermod("run", "--port", "0", "--store", url, cwd=tmp_path))
+    assert "unreachable" in line or "refused" in line
