@@ -34,7 +34,7 @@ def test_times_are_iso_8601_and_utc_without_a_zone():
         parse_time("yesterday")
 
 
-def test_replay_with_filter_and_to_address_resends_matching_messages_oldest_first(start_broker, store_url):
+def test_replay_with_filter_and_to_address_resends_matching_messages_oldest_first(store_url, start_broker):
     b = start_broker(store=store_url, config=RETENTION)
     conn = connect(b.url)
     sender = conn.create_sender("pipe.orders")
@@ -72,7 +72,7 @@ def test_replay_with_filter_and_to_address_resends_matching_messages_oldest_firs
     conn.close()
 
 
-def test_replay_to_the_same_address_keeps_the_multicast_routing_type(start_broker, sqlite_store):
+def test_replay_to_the_same_address_keeps_the_multicast_routing_type(sqlite_store, start_broker):
     b = start_broker(store=sqlite_store, config=RETENTION)
     conn = connect(b.url)
     subscriber = conn.create_receiver("pipe.news", name="subscriber", options=[topic()])
@@ -89,7 +89,7 @@ def test_replay_to_the_same_address_keeps_the_multicast_routing_type(start_broke
     conn.close()
 
 
-def test_replay_errors_are_one_line(start_broker, sqlite_store):
+def test_replay_errors_are_one_line(sqlite_store, start_broker):
     b = start_broker(store=sqlite_store, config=RETENTION)
     send_bodies(b.url, "pipe.e", ["x"])
     bad_filter = hermod("replay", "--store", sqlite_store, "--url", b.url, "--address", "pipe.e",

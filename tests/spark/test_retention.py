@@ -76,7 +76,7 @@ def test_purger_starts_only_when_a_database_store_retains(sqlite_store):
         purger.stop()
 
 
-def test_the_broker_purges_expired_rows_in_the_background(start_broker, sqlite_store):
+def test_the_broker_purges_expired_rows_in_the_background(sqlite_store, start_broker):
     b = start_broker(store=sqlite_store, config=RETENTION)
     send_bodies(b.url, "pipe.kept", ["new"])
     assert b.stop() == 0
