@@ -60,17 +60,19 @@ def open_journal(cfg: config_mod.Config, post):
     if url == "memory":
         from .core.postoffice import MemoryJournal
         return MemoryJournal()
+    import store
     try:
-        import store
-        opener = store.open_journal
-    except (ImportError, AttributeError):
-        logging.getLogger("hermod").warning("durable store not available yet; running in memory")
-        from .core.postoffice import MemoryJournal
-        return MemoryJournal()
-    try:
-        return opener(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous)
+        return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous)
     except store.StoreError as e:
-        raise CliError(f"store {url}: {e}") from None
+        raise CliError(_store_error(url, e)) from None
+
+
+def _store_error(url: str, error: BaseException) -> str:
+    """One line about the store, never showing its password."""
+    from store.engine import display_url
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    shown = display_url(url)
+    return text if shown in text else f"store {shown}: {text}"
 
 
 def cmd_run(args) -> int:
@@ -129,11 +131,12 @@ def cmd_db_upgrade(args) -> int:
         print("store is 'memory': nothing to upgrade")
         return 0
     import store
+    from store.engine import display_url
     try:
         store.schema.upgrade(url)
     except store.StoreError as e:
-        raise CliError(f"store {url}: {e}") from None
-    print(f"store {url} is at the current schema")
+        raise CliError(_store_error(url, e)) from None
+    print(f"store {display_url(url)} is at the current schema")
     return 0
 
 
@@ -200,7 +203,7 @@ def cmd_replay(args) -> int:
     except ReplayError as e:
         raise CliError(str(e)) from None
     except (store.StoreError, SQLAlchemyError) as e:
-        raise CliError(f"store {cfg.store.url}: {str(e).splitlines()[0]}") from None
+        raise CliError(_store_error(cfg.store.url, e)) from None
     print(f"replayed {sent} messages")
     return 0
 

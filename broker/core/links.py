@@ -143,13 +143,9 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
         elif not req.shared and queue.consumers and req.durable:
             raise IllegalState(f"durable subscription {name} already has a consumer")
     if queue is None:
-        predicate = req.selector_predicate
-        if req.no_local_container is not None:
-            inner, cid = predicate, req.no_local_container
-            predicate = (lambda m: m.container_id != cid and inner(m)) if inner else (lambda m: m.container_id != cid)
         queue = po.create_queue(
             name, address.name, MULTICAST, durable=req.durable, filter_text=_filter_text(req),
-            filter=predicate, max_consumers=-1 if req.shared else 1, auto_created=not req.durable,
+            filter=req.selector_predicate, max_consumers=-1 if req.shared else 1, auto_created=not req.durable,
             purpose="subscription", temporary=not req.durable and not req.shared,
             extra={"no_local": req.no_local_container} if req.no_local_container else None)
     return queue

@@ -31,6 +31,12 @@ Plan = list[tuple[Message, list[Queue]]]
 
 
 
+def _no_local(container_id: str, inner):
+    if inner is None:
+        return lambda m: m.container_id != container_id
+    return lambda m: m.container_id != container_id and inner(m)
+
+
 class PostOffice:
     def __init__(self, settings: SettingsRepository | None = None, journal: ports.Journal | None = None,
                  defer: Callable[[Callable[[], None]], None] | None = None,
@@ -188,6 +194,9 @@ class PostOffice:
             self.create_address(address_name, {routing_type}, persist=persist)
         if filter is None and filter_text:
             filter = self.compile_filter(filter_text) if self.compile_filter else None
+        no_local = (extra or {}).get("no_local")
+        if no_local is not None:  # a no-local subscription: not its own connection's messages
+            filter = _no_local(no_local, filter)
         queue = Queue(self, name, address, routing_type, durable=durable, filter=filter,
                       filter_text=filter_text, max_consumers=max_consumers, exclusive=exclusive,
                       last_value_key=last_value_key, auto_created=auto_created, purpose=purpose,
@@ -201,8 +210,9 @@ class PostOffice:
             for other in self.addresses.values():
                 if other is not address and not other.wildcard and matches(address.name, other.name):
                     other.bind_subscription(queue)
-        if persist:
-            self.persist_queue(queue)
+        if persist and queue.durable and self.journal.durable:
+            queue.persisted = False  # attaches that made it are answered once it is stored
+            self.journal.submit([ports.PutQueue(queue.record())], queue.stored)
         if queue.selector_aware:
             queue._refresh_selector_filter()
         log.debug("created queue %s on %s (%s)", name, address_name, routing_type)

@@ -88,6 +88,8 @@ class Queue:
         self._reading = False
         self.deleted = False
         self.ever_consumed = False
+        self.persisted = True  # False while its creation is on its way to the store
+        self._persist_waiters: list = []
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -112,6 +114,19 @@ class Queue:
     def waiting(self) -> list[Ref]:
         """Every ref not out with a consumer, in dispatch order (then the scheduled ones)."""
         return [*self.backlog, *sorted(self.scheduled)]
+
+    def when_persisted(self, callback) -> None:
+        """`callback(queue, error)` once the store has the queue (at once if it has)."""
+        if self.persisted:
+            callback(self, None)
+        else:
+            self._persist_waiters.append(callback)
+
+    def stored(self, error: BaseException | None) -> None:
+        self.persisted = error is None
+        waiters, self._persist_waiters = self._persist_waiters, []
+        for callback in waiters:
+            callback(self, error)
 
     # -- messages in -----------------------------------------------------------------------------
     def enqueue(self, ref: Ref) -> None:
@@ -424,6 +439,17 @@ class Queue:
             done(None)
         if self.idle:
             self.postoffice.queue_idle_check(self)
+
+    def put_back(self, ref: Ref, acked: bool) -> None:
+        """An acknowledgement (or dead-letter move) the store could not commit: the message is
+        on the queue again, as it still is in the store."""
+        if self.deleted:
+            return
+        if acked:
+            self.acked -= 1
+        self._account(ref.message.size)
+        ref.delivery_count -= 1
+        self.restore([ref])
 
     def release(self, ref: Ref, *, failed: bool = False, undeliverable: bool = False) -> None:
         """Released / modified: back to the queue. `failed` counts the attempt (delivery-failed)

@@ -36,7 +36,7 @@ class ConsumerLink:
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
-                 "active", "expiry_policy", "browser", "durable_subscription", "name")
+                 "active", "opened", "expiry_policy", "browser", "durable_subscription", "name")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -46,6 +46,7 @@ class ConsumerLink:
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
         self.active = True  # False once detached: late store completions must not touch the link
+        self.opened = False  # the attach is answered (after the store has its new queues)
         self._tag = ffi.new("uint64_t[1]")
         self._tag_ptr = ffi.cast("char *", self._tag)
         self._tag_n = 0
@@ -109,8 +110,46 @@ class ConsumerLink:
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
         lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
-        lib.pn_link_open(link)
+        handler._open_when_stored()
         return handler
+
+    def _open_when_stored(self) -> None:
+        """Answer the attach once the queues it created are in the store: a client told that its
+        durable subscription exists must find it after a crash."""
+        waiting = [c.queue for c in self.consumers if not c.queue.persisted]
+        if not waiting:
+            self._open()
+            return
+        remaining = {id(q) for q in waiting}
+
+        def stored(queue, error: BaseException | None) -> None:
+            if not self.active:
+                return
+            if error is not None:
+                self.refuse_late(conditions.INTERNAL_ERROR, f"queue {queue.name} not stored: {error}")
+                return
+            remaining.discard(id(queue))
+            if not remaining:
+                self._open()
+
+        for queue in waiting:
+            queue.when_persisted(stored)
+
+    def _open(self) -> None:
+        self.opened = True
+        lib.pn_link_open(self.link)
+        self.on_flow()  # credit the client granted while the attach was pending
+        self.conn.server.mark(self.conn)
+
+    def refuse_late(self, condition: str, description: str) -> None:
+        """Refuse an attach that was waiting for the store."""
+        self.conn.links.pop(self.link, None)
+        self.on_detach(closed=True)
+        set_condition(lib.pn_link_condition(self.link), condition, description)
+        lib.pn_terminus_set_type(lib.pn_link_source(self.link), lib.PN_UNSPECIFIED)
+        lib.pn_link_open(self.link)
+        lib.pn_link_close(self.link)
+        self.conn.server.mark(self.conn)
 
     def _attach_existing_subscription(self, remote) -> ConsumerLink:
         """No source: look up a durable subscription by link name (JMS re-subscribe lookup)."""
@@ -143,7 +182,7 @@ class ConsumerLink:
                                                        queue.filter_text)}, lib.pn_terminus_filter(local))
         lib.pn_terminus_copy(lib.pn_link_target(self.link), lib.pn_link_remote_target(self.link))
         lib.pn_link_set_snd_settle_mode(self.link, lib.pn_link_remote_snd_settle_mode(self.link))
-        lib.pn_link_open(self.link)
+        self._open()
         return self
 
     def _attach_parts(self, req: core_links.ConsumerRequest, remote) -> list:
@@ -215,7 +254,7 @@ class ConsumerLink:
         queue = ref.queue
         if state == PN_ACCEPTED or (settled and state == 0):
             del self.deliveries[d]
-            queue.acknowledge(ref, self._settler(d))
+            queue.acknowledge(ref, self._settler(d, ref, acked=True))
             return
         if state == PN_RELEASED:
             del self.deliveries[d]
@@ -227,7 +266,7 @@ class ConsumerLink:
                           undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
         elif state == PN_REJECTED:
             del self.deliveries[d]
-            queue.reject(ref, self._settler(d))
+            queue.reject(ref, self._settler(d, ref, acked=False))
             return
         elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
             coordinator.acquire(self, d, ref, settled)
@@ -236,8 +275,15 @@ class ConsumerLink:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
 
-    def _settler(self, d):
+    def _settler(self, d, ref, acked: bool):
         def settle(error: BaseException | None) -> None:
+            if error is not None:
+                # Not committed: the message is still in the store, so it stays on the queue
+                # and the delivery stays unsettled (the client must not take it as final).
+                log.warning("acknowledgement of message %s on %s not stored: %s", ref.message.id,
+                            ref.queue.name, error)
+                ref.queue.put_back(ref, acked)
+                return
             # The acknowledgement is committed: only now may the delivery be forgotten.
             if self.active:
                 lib.pn_delivery_settle(d)
@@ -245,6 +291,8 @@ class ConsumerLink:
         return settle
 
     def on_flow(self) -> None:
+        if not self.opened:
+            return  # taken up when the attach is answered
         credit = lib.pn_link_credit(self.link)
         if lib.pn_link_get_drain(self.link):
             self.conn.server.draining.add(self)

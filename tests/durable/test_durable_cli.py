@@ -59,9 +59,6 @@ def test_run_with_data_dir_creates_the_sqlite_store_there(start_broker, tmp_path
     assert [body_of(m) for m in receive_exactly(broker.url, "cli.data", 1)] == ["kept"]
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: broker/cli.py prefixes store errors and the "
-                   "upgrade message with the raw --store URL, password included (the store's "
-                   "own text hides it)")
 def test_store_password_never_appears_in_cli_output(durable_pg_cluster, tmp_path):
     secret = "s3cret-pw"
     # Trust authentication accepts any password: the URL works and carries one.

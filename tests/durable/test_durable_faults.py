@@ -119,10 +119,6 @@ def test_acknowledgements_are_not_confirmed_while_postgresql_is_down(outage_clus
         assert store.refs_of("fault.acks") == [] and store.message_count() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: a durable subscription's attach is answered "
-                   "before its queue record is committed (PutQueue is submitted with no "
-                   "completion), so a crash after the client saw the subscription created can "
-                   "lose it")
 def test_durable_subscription_answered_during_an_outage_survives_a_crash(outage_cluster,
                                                                         start_broker):
     """With the store away the race is made deterministic: an attach answered while nothing
@@ -208,11 +204,6 @@ def test_producer_is_rejected_clearly_when_the_outage_outlasts_fail_after(
     assert [body_of(m) for m in receive_exactly(broker.url, "fault.long", 2)] == ["before", "after"]
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: the consumer link's _settler "
-                   "(broker/protocol/consumer.py) ignores its error and settles the delivery "
-                   "even when the acknowledgement's unit failed (StoreUnavailable), so "
-                   "the client is told the ack is final while the message is still in the store "
-                   "and comes back after a restart")
 def test_acknowledgement_that_could_not_be_stored_is_not_confirmed(
         outage_cluster, start_broker, short_fail_after):
     store_url = outage_cluster.create_database("long_ack_outage")

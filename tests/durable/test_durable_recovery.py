@@ -323,9 +323,6 @@ def no_local() -> Filter:
     return Filter({symbol("no-local"): Described(symbol("apache.org:no-local-filter:list"), [])})
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: recovery rebuilds a durable subscription "
-                   "from its selector text only; the no-local filter (extra['no_local']) is "
-                   "not re-applied, so after a restart it receives its own connection's messages")
 def test_durable_subscription_keeps_its_no_local_filter_after_restart(brokers):
     brokers.start()
     options = [DurableSubscription(), topic(), no_local()]
