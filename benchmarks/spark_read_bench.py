@@ -85,7 +85,8 @@ def main() -> int:
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(args.master).appName("hermod-read-bench")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
