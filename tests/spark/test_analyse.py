@@ -122,3 +122,12 @@ def test_hermod_analyse_runs_on_local_spark_without_pyspark_python(sqlite_store,
     assert {p.name for p in out.iterdir()} >= {"rates.parquet", "sizes.parquet", "latency.parquet",
                                               "dead_letters.parquet", "rates.png", "summary.txt"}
     assert (out / "summary.txt").read_text().startswith("address=")
+
+
+def test_an_empty_store_gives_empty_tables_and_says_so(spark, sqlite_store, tmp_path):
+    store.schema.upgrade(sqlite_store)
+    out = tmp_path / "empty"
+    analyse(spark, Request(sqlite_store, out))
+    assert rows(spark, out / "rates.parquet") == [] and rows(spark, out / "sizes.parquet") == []
+    assert (out / "rates.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "summary.txt").read_text().splitlines()[1].startswith("0 retained messages")
