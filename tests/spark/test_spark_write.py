@@ -6,14 +6,17 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from pyspark.sql import Row, functions as F
-from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DoubleType, FloatType,
-                               IntegerType, LongType, MapType, ShortType, StringType, StructField,
-                               StructType, TimestampType)
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import Row, functions as F  # noqa: E402
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DoubleType,  # noqa: E402
+                               FloatType, IntegerType, LongType, MapType, ShortType, StringType,
+                               StructField, StructType, TimestampType)
 
 from hermod_testing import wait_for
 from spark_helpers import RETENTION
-from wire_helpers import connect, nothing_more, receive_bodies, topic
+from wire_helpers import connect, topic
 
 SCHEMA = StructType([
     StructField("body", StringType()), StructField("n", IntegerType()),
