@@ -12,7 +12,9 @@ from .config import Config
 from .core import errors, links as core_links
 from .core.message import ANYCAST, MULTICAST, Message
 from .core.postoffice import MemoryJournal, PostOffice
+from .core.selectable import message_lookup
 from .core.settings import SettingsRepository
+from .selector import SelectorError, compile_selector
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
@@ -79,11 +81,6 @@ class Broker:
     # -- selectors ------------------------------------------------------------------------------
     def compile_filter(self, text: str):
         """A selector as a predicate over a Message (raises InvalidFilter)."""
-        try:
-            from .core.selectable import message_lookup
-            from .selector import SelectorError, compile_selector
-        except ImportError:
-            raise errors.InvalidFilter("selectors are not supported yet") from None
         try:
             selector = compile_selector(text)
         except SelectorError as e:

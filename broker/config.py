@@ -219,10 +219,7 @@ def _security(path: str, value: Any) -> dict:
 
 
 def _check_selector(path: str, text: str) -> None:
-    try:
-        from .selector import SelectorError, compile_selector
-    except ImportError:  # the selector engine is not there yet
-        return
+    from .selector import SelectorError, compile_selector
     try:
         compile_selector(text)
     except SelectorError as e:

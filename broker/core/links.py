@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from .errors import (AddressNotFound, IllegalState, InvalidField, QueueNotFound,
+from .errors import (IllegalState, InvalidField, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
 from .message import ANYCAST, MULTICAST
 from .postoffice import PostOffice
@@ -192,4 +192,4 @@ def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None
 
 
 __all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer",
-           "attach_consumer", "detach_consumer", "AddressNotFound"]
+           "attach_consumer", "detach_consumer", "attach_virtual_topic_consumer"]

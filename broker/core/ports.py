@@ -197,7 +197,3 @@ class Journal(Protocol):
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
-
-
-def noop(*_args: object) -> None:
-    """A `done` callback for work whose completion nobody waits for."""
