@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.tools.perfclient import Client, Consumer, Producer, encode_message, process_tree  # noqa: E402
+from broker.tools.perfclient import Client, Consumer, Producer, encode_message  # noqa: E402
+from broker.tools.perfrun import process_tree  # noqa: E402
 
 
 def diverts_config(n: int) -> str:

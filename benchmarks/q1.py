@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from broker.tools.perfclient import process_tree  # noqa: E402
+from broker.tools.perfrun import process_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

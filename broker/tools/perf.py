@@ -98,7 +98,7 @@ def format_result(res, args) -> str:
 
 
 def main(args) -> int:
-    from . import perfclient
+    from . import perfclient, perfrun
 
     try:
         host, port = parse_url(args.url)
@@ -120,8 +120,8 @@ def main(args) -> int:
         args.count = int(args.rate * 10) if latency else 100000
     if args.warmup is None:
         args.warmup = 100 if latency else 0
-    cpu = perfclient.cpu_probe(args.pid) if args.pid else None
-    res = perfclient.run(host, port, args.address, mode=args.mode, count=args.count, size=args.size,
+    cpu = perfrun.cpu_probe(args.pid) if args.pid else None
+    res = perfrun.run(host, port, args.address, mode=args.mode, count=args.count, size=args.size,
                          durable=args.durable, credit=args.credit, rate=args.rate, warmup=args.warmup,
                          presettled=args.presettled, timeout=args.timeout, cpu=cpu, hostname=args.hostname)
     print(format_result(res, args), flush=True)
