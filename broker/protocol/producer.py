@@ -161,9 +161,7 @@ class ProducerLink:
         try:
             envelope = codec.Envelope(data)
         except codec.DecodeError as e:
-            self._outcome(d, presettled, PN_REJECTED, conditions.DECODE_ERROR, str(e))
-            if txn is not None:  # [transactions]
-                coordinator.transfer_failed(txn, presettled, conditions.DECODE_ERROR, str(e))
+            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
             return
         target = self.target
         if target.parts is not None:
@@ -178,9 +176,7 @@ class ProducerLink:
         if address is None:  # anonymous relay: the message's `to` says where
             to = envelope.properties_of(data).get("to")
             if not to:
-                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, "message has no 'to' address")
-                if txn is not None:  # [transactions]
-                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, "message has no 'to' address")
+                self._reject(d, presettled, txn, conditions.FAILED, "message has no 'to' address")
                 return
             annotations = envelope.annotations
             if rt is None and annotations:
@@ -188,20 +184,15 @@ class ProducerLink:
             try:
                 address, rt, queue = self.broker.resolve_relay(to, rt)
             except errors.HermodError as e:
-                self._outcome(d, presettled, PN_REJECTED, conditions.FAILED, str(e))
-                if txn is not None:  # [transactions]
-                    coordinator.transfer_failed(txn, presettled, conditions.FAILED, str(e))
+                self._reject(d, presettled, txn, conditions.FAILED, str(e))
                 return
         elif rt is None:
             rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
         verdict = self.postoffice.flow.verdict(address)
         if verdict is not None and verdict in (FAIL, DROP):
             if verdict == FAIL:
-                self._outcome(d, presettled, PN_REJECTED, conditions.RESOURCE_LIMIT_EXCEEDED,
-                              f"Address is full: {address}")
-                if txn is not None:  # [transactions]
-                    coordinator.transfer_failed(txn, presettled, conditions.RESOURCE_LIMIT_EXCEEDED,
-                                                f"Address is full: {address}")
+                self._reject(d, presettled, txn, conditions.RESOURCE_LIMIT_EXCEEDED,
+                             f"Address is full: {address}")
             else:
                 self._outcome(d, presettled, PN_ACCEPTED)
             return
@@ -252,6 +243,12 @@ class ProducerLink:
             lib.pn_delivery_settle(d)
         else:
             po.post(plan, self._completion(d))
+
+    def _reject(self, d, presettled: bool, txn, condition: str, description: str) -> None:
+        """Refuse a transfer; inside a transaction a dropped presettled one dooms it."""
+        self._outcome(d, presettled, PN_REJECTED, condition, description)
+        if txn is not None:  # [transactions]
+            coordinator.transfer_failed(txn, presettled, condition, description)
 
     def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
                  description: str = "") -> None:

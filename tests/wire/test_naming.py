@@ -7,7 +7,7 @@ from proton.utils import LinkDetached, SendException
 
 
 from broker.tools.clients import management_call
-from wire_helpers import (Browse, Caps, Dynamic, DurableSubscription, Shared, connect,
+from wire_helpers import (Browse, Caps, DurableSubscription, Shared, connect,
                           nothing_more, queue, receive_bodies, send, sync, topic)
 
 
@@ -87,8 +87,7 @@ def test_multicast_with_no_subscriber_is_dropped(broker):
     conn.close()
 
 
-def test_fully_qualified_queue_name_as_source(start_broker):
-    b = start_broker(config="""
+ORDERS_TWO_QUEUES = """
 [[address]]
 name = "orders"
 routing = ["multicast"]
@@ -98,7 +97,11 @@ routing = ["multicast"]
   [[address.queue]]
   name = "q2"
   routing = "multicast"
-""")
+"""
+
+
+def test_fully_qualified_queue_name_as_source(start_broker):
+    b = start_broker(config=ORDERS_TWO_QUEUES)
     conn = connect(b.url)
     send(conn, "topic://orders", ["o1"])
     assert receive_bodies(conn.create_receiver("orders::q1"), 1) == ["o1"]
@@ -107,17 +110,7 @@ routing = ["multicast"]
 
 
 def test_fully_qualified_queue_name_as_target_reaches_only_that_queue(start_broker):
-    b = start_broker(config="""
-[[address]]
-name = "orders"
-routing = ["multicast"]
-  [[address.queue]]
-  name = "q1"
-  routing = "multicast"
-  [[address.queue]]
-  name = "q2"
-  routing = "multicast"
-""")
+    b = start_broker(config=ORDERS_TWO_QUEUES)
     conn = connect(b.url)
     send(conn, "orders::q2", ["only-q2"])
     stats = queues(b.url)
