@@ -173,12 +173,6 @@ class SqlJournal:
             except Exception:  # a bug: never let the writer die with producers waiting
                 log.exception("store writer: unexpected error")
                 self._fail_head(work)
-            if self._outage_since is not None:
-                if self._outage_logged:
-                    log.warning("store %s reachable again after %.1f s", self._where,
-                                time.monotonic() - self._outage_since)
-                self._outage_since = None
-                self._outage_logged = False
             delay = self._retry_initial_s
 
     def _write(self, work: deque[_Unit | _Read]) -> None:
@@ -226,6 +220,7 @@ class SqlJournal:
             raise StoreError(f"store {self._where}: {_cause(error)}") from error
         self._applier.committed()
         self._stats.commit(len(batch), ops, time.perf_counter() - started)
+        self._reached()
 
     def _read(self, read: _Read) -> None:
         try:
@@ -239,8 +234,20 @@ class SqlJournal:
             log.error("store %s: page read of %s failed: %s", self._where, read.queue,
                       _cause(error))
             page = []
+        else:
+            self._reached()
         self._stats.add("pages_read")
         self._deliver([(read.done, page)])
+
+    def _reached(self) -> None:
+        """The store answered: end an outage, logged before any waiting work completes."""
+        if self._outage_since is None:
+            return
+        if self._outage_logged:
+            log.warning("store %s reachable again after %.1f s", self._where,
+                        time.monotonic() - self._outage_since)
+        self._outage_since = None
+        self._outage_logged = False
 
     def _read_given_up(self, work: deque, closing: bool) -> bool:
         """While closing, a read that cannot be served is answered with an empty page."""
