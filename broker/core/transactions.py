@@ -20,10 +20,19 @@ unsettled stays with its consumer, its delivery count raised, for the client to 
 A transaction can be marked rollback-only (a presettled send that failed inside it): commit then
 rolls back and reports the recorded cause. The core knows no AMQP: ids are opaque bytes and the
 adapter's delivery handles are opaque objects.
+
+Held sends count against their addresses' `max_size_bytes` and the broker's memory limit from
+the moment they arrive (as in Artemis, where a transactional send is routed and paged at once),
+so a long transaction cannot grow the broker without bound; the count moves to the queues at
+commit and goes at rollback. A transaction still open after the transaction timeout (Artemis's
+`transaction-timeout`, 300 s by default) is rolled back by the broker; a later discharge or send
+naming it learns that it timed out.
 """
 from __future__ import annotations
 
 import itertools
+import os
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
@@ -36,8 +45,22 @@ if TYPE_CHECKING:
 Done = Callable[[BaseException | None], None]
 
 
+DEFAULT_TIMEOUT_S = 300.0  # Artemis's transaction-timeout
+TIMED_OUT_REMEMBERED = 1000  # ids kept per client to answer a late discharge
+
+
+def default_timeout_s() -> float:
+    """HERMOD_TRANSACTION_TIMEOUT_S, else Artemis's 300 s; 0 or less: no timeout."""
+    configured = os.environ.get("HERMOD_TRANSACTION_TIMEOUT_S")
+    return float(configured) if configured else DEFAULT_TIMEOUT_S
+
+
 class UnknownTransaction(IllegalState):
     """A transaction id that was never declared here, or is already discharged."""
+
+
+class TransactionTimedOut(UnknownTransaction):
+    """The broker rolled the transaction back: it was open longer than the transaction timeout."""
 
 
 class Acquisition:
@@ -56,12 +79,16 @@ class Acquisition:
 class Transaction:
     ACTIVE, DISCHARGING, DONE = "active", "discharging", "done"
 
-    __slots__ = ("id", "owner", "sends", "acquired", "rollback_cause", "state")
+    __slots__ = ("id", "owner", "sends", "acquired", "rollback_cause", "state", "declared_at",
+                 "_held", "_postoffice")
 
-    def __init__(self, txn_id: bytes, owner: object = None):
+    def __init__(self, txn_id: bytes, owner: object = None, postoffice: PostOffice | None = None):
         self.id = txn_id
         self.owner = owner  # whoever declared it (the adapter's coordinator link)
         self.sends: Plan = []
+        self._held: dict = {}  # Address -> bytes of held sends counted against it
+        self._postoffice = postoffice  # None: held sends are not counted (core tests)
+        self.declared_at = 0.0  # the adapter's clock, for the transaction timeout
         self.acquired: list[Acquisition] = []
         self.rollback_cause: BaseException | None = None
         self.state = Transaction.ACTIVE
@@ -72,8 +99,26 @@ class Transaction:
 
     # -- work done inside the transaction -------------------------------------------------------
     def add_send(self, plan: Plan) -> None:
-        """Hold a routed message until commit."""
+        """Hold a routed message until commit; its bytes count against the addresses of its
+        queues (flow control) until then."""
         self.sends.extend(plan)
+        postoffice = self._postoffice
+        if postoffice is None:
+            return
+        held = self._held
+        for message, queues in plan:
+            for q in queues:
+                address = q.address
+                held[address] = held.get(address, 0) + message.size
+                postoffice.account(address, message.size)
+
+    def _release_held(self) -> None:
+        """Held sends stop counting: posted at commit (the queues count them), or dropped."""
+        held, self._held = self._held, {}
+        po = self._postoffice
+        if po is not None:
+            for address, size in held.items():
+                po.account(address, -size)
 
     def acquire(self, ref: Ref, handle: object = None, settled: bool = False) -> Acquisition:
         """The consumer accepted `ref` in this transaction: it is acknowledged at commit. The
@@ -95,6 +140,7 @@ class Transaction:
         """Post every held send and apply every acknowledgement as one journal unit;
         `done(None)` once committed, `done(error)` after rolling back instead."""
         self.state = Transaction.DISCHARGING
+        self._release_held()
         if self.rollback_cause is not None:
             self.rollback()
             done(self.rollback_cause)
@@ -125,6 +171,7 @@ class Transaction:
     def rollback(self) -> None:
         """Drop the held sends; return every acquired message (see the module docstring)."""
         self.sends = []
+        self._release_held()
         for a in self.acquired:
             ref = a.ref
             queue = ref.queue
@@ -146,24 +193,44 @@ class Transactions:
     def __init__(self):
         self._ids = itertools.count(1)
         self.active: dict[bytes, Transaction] = {}
+        self.timed_out: OrderedDict[bytes, None] = OrderedDict()  # the newest ids rolled back
 
-    def declare(self, owner: object = None) -> Transaction:
-        txn = Transaction(b"txn:%d" % next(self._ids), owner)
+    def declare(self, owner: object = None, postoffice: PostOffice | None = None) -> Transaction:
+        txn = Transaction(b"txn:%d" % next(self._ids), owner, postoffice)
         self.active[txn.id] = txn
         return txn
 
     def find(self, txn_id: bytes | None) -> Transaction | None:
         return self.active.get(txn_id) if txn_id is not None else None
 
+    def missing(self, txn_id: bytes | None) -> UnknownTransaction:
+        """Why `txn_id` names no open transaction."""
+        if txn_id in self.timed_out:
+            return TransactionTimedOut(f"transaction {txn_id!r} timed out and was rolled back")
+        return UnknownTransaction(f"unknown transaction {txn_id!r}")
+
     def discharge(self, txn_id: bytes | None) -> Transaction:
-        """Take a transaction out for commit or rollback; UnknownTransaction if there is none."""
+        """Take a transaction out for commit or rollback; UnknownTransaction (or
+        TransactionTimedOut) if there is none."""
         txn = self.active.pop(txn_id, None) if txn_id is not None else None
         if txn is None:
-            raise UnknownTransaction(f"unknown transaction {txn_id!r}")
+            raise self.missing(txn_id)
         return txn
+
+    def time_out(self, txn: Transaction) -> bool:
+        """Roll back `txn` if it is still open; remember its id for a late discharge."""
+        if self.active.get(txn.id) is not txn:
+            return False
+        del self.active[txn.id]
+        txn.rollback()
+        self.timed_out[txn.id] = None
+        if len(self.timed_out) > TIMED_OUT_REMEMBERED:
+            self.timed_out.popitem(last=False)
+        return True
 
     def owned_by(self, owner: object) -> list[Transaction]:
         return [t for t in self.active.values() if t.owner is owner]
 
 
-__all__ = ["Acquisition", "Transaction", "Transactions", "UnknownTransaction"]
+__all__ = ["Acquisition", "DEFAULT_TIMEOUT_S", "Transaction", "TransactionTimedOut", "Transactions",
+           "UnknownTransaction", "default_timeout_s"]

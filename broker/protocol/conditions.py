@@ -4,6 +4,7 @@ from __future__ import annotations
 import cproton
 
 from ..core import errors
+from ..core.transactions import TransactionTimedOut
 
 NOT_FOUND = "amqp:not-found"
 ILLEGAL_STATE = "amqp:illegal-state"
@@ -16,9 +17,11 @@ DECODE_ERROR = "amqp:decode-error"
 NOT_IMPLEMENTED = "amqp:not-implemented"
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 CONNECTION_FORCED = "amqp:connection:forced"
+TRANSACTION_TIMEOUT = "amqp:transaction:timeout"
 FAILED = "failed"  # Artemis's condition for an anonymous-relay send it cannot route
 
 _BY_ERROR: dict[type, str] = {
+    TransactionTimedOut: TRANSACTION_TIMEOUT,
     errors.AddressNotFound: NOT_FOUND,
     errors.QueueNotFound: NOT_FOUND,
     errors.RoutingTypeMismatch: ILLEGAL_STATE,

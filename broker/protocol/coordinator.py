@@ -29,7 +29,7 @@ from proton import Message as AmqpMessage
 from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.message import Message
-from ..core.transactions import Transaction, Transactions, UnknownTransaction
+from ..core.transactions import Transaction, Transactions, UnknownTransaction, default_timeout_s
 from . import conditions
 
 if TYPE_CHECKING:
@@ -113,8 +113,9 @@ def transfer_transaction(link, d, presettled: bool) -> Transaction | None:
     txn_id, _ = _transactional_state(d)
     txn = state.transactions.find(txn_id) if state is not None else None
     if txn is None:
-        link._outcome(d, presettled, lib.PN_REJECTED, conditions.ILLEGAL_STATE,
-                      f"unknown transaction {txn_id!r}")
+        error = state.transactions.missing(txn_id) if state is not None else \
+            UnknownTransaction(f"unknown transaction {txn_id!r}")
+        link._outcome(d, presettled, lib.PN_REJECTED, conditions.condition_for(error), str(error))
     return txn
 
 
@@ -203,7 +204,7 @@ class CoordinatorLink:
     is_producer = False  # each delivery is handled on its own event (connection.process)
     after_transfers = True  # transfers that came before a discharge are handled before it
 
-    __slots__ = ("conn", "link", "state", "postoffice", "name", "active")
+    __slots__ = ("conn", "link", "state", "postoffice", "name", "active", "timeout", "_timer")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -212,6 +213,8 @@ class CoordinatorLink:
         self.postoffice = conn.broker.postoffice
         self.name = cproton.pn_link_name(link)
         self.active = True
+        self.timeout = default_timeout_s()
+        self._timer = None
 
     @classmethod
     def attach(cls, conn: Connection, link) -> CoordinatorLink:
@@ -270,9 +273,34 @@ class CoordinatorLink:
             self._reply(d, presettled, lib.PN_REJECTED, conditions.NOT_IMPLEMENTED,
                         "global transactions are not supported")
             return
-        txn = self.state.transactions.declare(owner=self)
+        txn = self.state.transactions.declare(owner=self, postoffice=self.postoffice)
         log.debug("declared %r on %s", txn.id, self.conn.peer)
         self._reply(d, presettled, DECLARED, data=[txn.id])
+        txn.declared_at = self.conn.server.loop.time()
+        self._arm()
+
+    # -- the transaction timeout: one timer per coordinator link, set for its oldest transaction
+    def _arm(self) -> None:
+        if self._timer is not None or self.timeout <= 0 or not self.active:
+            return
+        owned = self.state.transactions.owned_by(self)
+        if owned:
+            oldest = min(t.declared_at for t in owned)
+            self._timer = self.conn.server.loop.call_at(oldest + self.timeout, self._sweep)
+
+    def _sweep(self) -> None:
+        """Roll back the transactions open longer than the timeout (Artemis does the same)."""
+        self._timer = None
+        if not self.active:
+            return
+        state = self.state
+        now = self.conn.server.loop.time()
+        for txn in state.transactions.owned_by(self):
+            if now - txn.declared_at >= self.timeout and state.transactions.time_out(txn):
+                log.warning("transaction %r on %s timed out after %g s and was rolled back",
+                            txn.id, self.conn.peer, self.timeout)
+                _finish_deliveries(state, txn, committed=False)
+        self._arm()
 
     def _discharge(self, d, fields: list, presettled: bool) -> None:
         txn_id = _binary(fields[0]) if fields else None
@@ -280,7 +308,7 @@ class CoordinatorLink:
         try:
             txn = self.state.transactions.discharge(txn_id)
         except UnknownTransaction as e:
-            self._reply(d, presettled, lib.PN_REJECTED, conditions.ILLEGAL_STATE, str(e))
+            self._reply(d, presettled, lib.PN_REJECTED, conditions.condition_for(e), str(e))
             return
         state = self.state
         if fail:
@@ -322,6 +350,9 @@ class CoordinatorLink:
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         """Transactions declared here and not discharged roll back."""
         self.active = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         state = self.state
         for txn in state.transactions.owned_by(self):
             state.transactions.active.pop(txn.id, None)

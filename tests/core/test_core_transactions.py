@@ -10,7 +10,7 @@ from broker.core import errors, links, ports
 from broker.core.message import ANYCAST, Message
 from broker.core.postoffice import PostOffice
 from broker.core.settings import SettingsRepository
-from broker.core.transactions import Transactions, UnknownTransaction
+from broker.core.transactions import TransactionTimedOut, Transactions, UnknownTransaction
 
 
 class Journal:
@@ -315,3 +315,63 @@ def test_declared_transactions_have_distinct_ids_and_are_discharged_once(txns):
     with pytest.raises(errors.IllegalState):
         txns.discharge(b"never declared")
     assert txns.find(None) is None
+
+
+# -- held sends count against the limits; the timeout -------------------------------------------
+def held_bytes(po: PostOffice, address: str) -> tuple[int, int]:
+    return po.addresses[address].size, po.memory_used
+
+
+def test_held_sends_count_against_their_address_until_commit(po):
+    txn = Transactions().declare(postoffice=po)
+    hold_send(po, txn, "out", "abc")
+    hold_send(po, txn, "out", "defg")
+    size = sum(m.size for m, _ in txn.sends)
+    assert size > 0 and held_bytes(po, "out") == (size, size)
+    done = Discharge()
+    txn.commit(po, done)
+    assert done.calls == [None]
+    assert held_bytes(po, "out") == (size, size)  # now counted by the queue, not twice
+    assert po.queues["out"].message_count == 2
+
+
+def test_rollback_gives_back_what_held_sends_counted(po):
+    txn = Transactions().declare(postoffice=po)
+    hold_send(po, txn, "out", "abc")
+    assert held_bytes(po, "out")[0] > 0
+    txn.rollback()
+    assert held_bytes(po, "out") == (0, 0)
+
+
+def test_a_failed_commit_gives_back_what_held_sends_counted(po, journal):
+    txn = Transactions().declare(postoffice=po)
+    hold_send(po, txn, "out", "abc", durable=True)
+    journal.fail_next = RuntimeError("disk full")
+    done = Discharge()
+    txn.commit(po, done)
+    assert [type(e) for e in done.calls] == [RuntimeError]
+    assert held_bytes(po, "out") == (0, 0)
+
+
+def test_a_timed_out_transaction_is_rolled_back_and_named_in_the_answer(po, txns):
+    c, sink = consume(po, "in", credit=1)
+    send(po, "in", "a")
+    txn = txns.declare()
+    txn.acquire(sink.got[0], settled=True)
+    hold_send(po, txn, "out", "never")
+    assert txns.time_out(txn) is True
+    assert txns.time_out(txn) is False  # once
+    assert txns.find(txn.id) is None
+    assert po.queues["in"].message_count == 1  # the acquisition went back
+    assert po.queues["out"].message_count == 0
+    with pytest.raises(TransactionTimedOut, match="timed out"):
+        txns.discharge(txn.id)
+    assert isinstance(txns.missing(b"never declared"), UnknownTransaction)
+    assert not isinstance(txns.missing(b"never declared"), TransactionTimedOut)
+
+
+def test_a_discharged_transaction_cannot_time_out(txns):
+    txn = txns.declare()
+    txns.discharge(txn.id)
+    assert txns.time_out(txn) is False
+    assert not isinstance(txns.missing(txn.id), TransactionTimedOut)

@@ -89,7 +89,8 @@ def test_producer_gets_no_accept_while_postgresql_is_down_and_completes_after(
     producer.join(timeout=30)
     assert producer.errors == [] and producer.refused == []
     assert producer.accepted == list(range(count))
-    assert any("reachable again" in line for line in broker.stderr_lines)
+    wait_until(lambda: any("reachable again" in line for line in broker.stderr_lines),
+               "the broker's store-recovered line")
 
     # Stored, not just accepted: a SIGKILL later they are all there, in order.
     broker.kill()

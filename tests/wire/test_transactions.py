@@ -475,15 +475,21 @@ def test_one_transaction_spans_links_on_several_sessions(broker):
     plain.close()
 
 
+def take_in_transaction(client: TxClient, plain, address: str, **declare):
+    """Put one message "a" on `address`, receive it on `client` and accept it in a new
+    transaction, which is returned."""
+    send(plain, address, ["a"])
+    delivery, _ = client.get(client.receiver(address, credit=1))
+    txn = client.declare(**declare)
+    client.accept(txn, delivery)
+    return txn
+
+
 def test_closing_the_connection_rolls_back_open_transactions(broker):
     plain = connect(broker.url)
-    send(plain, "tx.closed", ["a"])
     r = plain.create_receiver("tx.closed.out", credit=5)
     client = TxClient(broker.url)
-    orders = client.receiver("tx.closed", credit=1)
-    delivery, _ = client.get(orders)
-    txn = client.declare()
-    client.accept(txn, delivery)
+    txn = take_in_transaction(client, plain, "tx.closed")
     client.send(client.sender("tx.closed.out"), "never", txn).result(TIMEOUT)
     client.close()
     assert receive_bodies(plain.create_receiver("tx.closed", credit=1), 1) == ["a"]
