@@ -10,6 +10,7 @@ raised here is a `StoreError` whose text is one line.
 """
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 from . import schema
@@ -34,21 +35,27 @@ __all__ = [
 ]
 
 
+DEFAULT_GIVE_UP_S = 30.0  # how long durable work waits for an unreachable store
+
+
 def open_journal(url: str, post: Callable[..., object] | None, *,
-                 sqlite_synchronous: str = "FULL", fail_after_s: float = 30.0,
+                 sqlite_synchronous: str = "FULL", fail_after_s: float | None = None,
                  ) -> SqlJournal | MemoryJournal:
     """The journal for a store URL, its schema upgraded to head and checked.
 
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
     None calls completions directly on the writer thread. `sqlite_synchronous` is FULL (every
     commit survives power loss) or NORMAL (see `store.engine`). `fail_after_s`: how long a unit
-    waits for an unreachable database before `done(StoreUnavailable)`.
+    waits for an unreachable database before `done(StoreUnavailable)`; by default
+    HERMOD_STORE_GIVE_UP_S, else 30 s.
     Raises StoreError (one line) when the store is unreachable, corrupt or newer than this code.
     """
     from .engine import is_memory, make_engine
 
     if is_memory(url):
         return MemoryJournal(post)
+    if fail_after_s is None:
+        fail_after_s = _give_up_s()
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
     try:
         schema.upgrade(engine)
@@ -57,3 +64,16 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
         engine.dispose()
         raise
     return SqlJournal(engine, post, fail_after_s=fail_after_s)
+
+
+def _give_up_s() -> float:
+    configured = os.environ.get("HERMOD_STORE_GIVE_UP_S")
+    if not configured:
+        return DEFAULT_GIVE_UP_S
+    try:
+        value = float(configured)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise StoreError(f"HERMOD_STORE_GIVE_UP_S must be a number of seconds above 0, not {configured!r}")
+    return value

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 
 import pytest
@@ -33,9 +32,10 @@ def durable(body) -> Message:
     return Message(body=body, durable=True)
 
 
-def hermod(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+def hermod(*args: str, cwd=None, timeout: float = 60, env: dict | None = None
+           ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+                          timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 def one_line_and_exit_2(result: subprocess.CompletedProcess) -> str:
@@ -156,30 +156,14 @@ def test_durable_subscription_answered_during_an_outage_survives_a_crash(outage_
 
 # -- outages longer than the journal's fail_after_s --------------------------------------------
 
-# The broker has no setting for the journal's fail_after_s (30 s): these tests shorten it in the
-# broker process with a sitecustomize hook on its PYTHONPATH that wraps store.open_journal.
+# HERMOD_STORE_GIVE_UP_S shortens the journal's fail_after_s (30 s) in the broker process.
 FAIL_AFTER_S = 1.0
-SITECUSTOMIZE = textwrap.dedent(f"""
-    import store
-
-    _open_journal = store.open_journal
-
-    def open_journal(url, post, **options):
-        options.setdefault("fail_after_s", {FAIL_AFTER_S})
-        return _open_journal(url, post, **options)
-
-    store.open_journal = open_journal
-""")
 
 
 @pytest.fixture
-def short_fail_after(tmp_path) -> dict:
+def short_fail_after() -> dict:
     """`env` for start_broker: the broker's journal gives up on a unit after FAIL_AFTER_S."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return {"PYTHONPATH": os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH"))
-                                          if p)}
+    return {"HERMOD_STORE_GIVE_UP_S": str(FAIL_AFTER_S)}
 
 
 def test_producer_is_rejected_clearly_when_the_outage_outlasts_fail_after(
@@ -270,3 +254,11 @@ def test_unreachable_postgresql_at_start_gives_one_line_and_exit_2(tmp_path):
     url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/hermod"
     line = one_line_and_exit_2(hermod("run", "--port", "0", "--store", url, cwd=tmp_path))
     assert "unreachable" in line or "refused" in line
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5"])
+def test_a_bad_store_give_up_time_gives_one_line_and_exit_2(tmp_path, value):
+    result = hermod("run", "--port", "0", "--store", f"sqlite:///{tmp_path / 'hermod.db'}",
+                    cwd=tmp_path, env={"HERMOD_STORE_GIVE_UP_S": value})
+    line = one_line_and_exit_2(result)
+    assert "HERMOD_STORE_GIVE_UP_S" in line and repr(value) in line
