@@ -1,9 +1,10 @@
 """Memory under a flood (issue 6, item 7): a producer sends GIGABYTES of 1 KiB messages to a
-queue nobody consumes, under `max_size_bytes` with the page policy on a SQLite store; the
+queue nobody consumes, under `max_size_bytes` with the page policy on a SQLite store (or, with
+`--store memory`, the in-memory store, so that the queue pages into the spool's files); the
 broker's resident memory is sampled throughout (peak = VmHWM), then a consumer takes every
 message back and the count and order are checked.
 
-    .venv/bin/python benchmarks/paging_memory.py [--gigabytes 1.0] [--limit-mb 50]
+    .venv/bin/python benchmarks/paging_memory.py [--gigabytes 1.0] [--limit-mb 50] [--store memory]
 
 Prints one line per phase and a final summary line. Not part of `make test` (minutes).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,14 +38,16 @@ def main() -> int:
     p.add_argument("--gigabytes", type=float, default=1.0)
     p.add_argument("--limit-mb", type=int, default=50)
     p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
     args = p.parse_args()
     count = int(args.gigabytes * 1024 ** 3 / args.size)
-    work = Path(tempfile.mkdtemp(prefix="hermod-paging-"))
+    work = Path(tempfile.mkdtemp(prefix="hermod-paging-bench-"))
     cfg = work / "hermod.toml"
+    store = ('url = "memory"' if args.store == "memory" else
+             f'url = "sqlite:///{work / "hermod.db"}"\nsqlite_synchronous = "NORMAL"')
     cfg.write_text(f"""
 [store]
-url = "sqlite:///{work / 'hermod.db'}"
-sqlite_synchronous = "NORMAL"
+{store}
 
 [[address_settings]]
 match = "flood"
@@ -92,7 +96,8 @@ address_full_policy = "page"
         peak = rss_kib(broker.pid, "VmHWM") / 1024
         broker.terminate()
         broker.wait(30)
-    print(f"summary gigabytes={args.gigabytes} limit_mb={args.limit_mb} peak_rss_mib={peak:.1f} "
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"summary store={args.store} gigabytes={args.gigabytes} limit_mb={args.limit_mb} peak_rss_mib={peak:.1f} "
           f"max_sampled_rss_mib={max(samples) / 1024 if samples else 0:.1f}")
     return 0
 

@@ -15,6 +15,7 @@ from .core.postoffice import MemoryJournal, PostOffice
 from .core.selectable import message_lookup
 from .core.settings import SettingsRepository
 from .selector import SelectorError, compile_selector
+from .spool import FileSpool
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
@@ -48,7 +49,8 @@ class Broker:
         vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in self.virtual_topics]
         self.postoffice = PostOffice(
             SettingsRepository(vt_settings + list(config.address_settings)), self.journal, defer=defer,
-            annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at)
+            annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at,
+            spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
 
@@ -122,6 +124,7 @@ class Broker:
 
     def close(self) -> None:
         self.journal.close()
+        self.postoffice.spool.close()
 
 
 __all__ = ["Broker", "MANAGEMENT_ADDRESS", "MULTICAST"]

@@ -3,9 +3,10 @@ memory limit for the whole broker, so a flood of messages never runs the broker 
 
 When an address holds `max_size_bytes` or more in memory:
 
-- `page`: new messages for its durable queues go to the store only; each queue keeps a window in
-  memory and reads the rest back as consumers drain it (needs a durable store; with the
-  in-memory store `page` acts as `block`);
+- `page`: new messages go to the store only (durable queues on a durable store) or to the
+  paging spool (every other queue: temporary files, see `broker/spool.py`); each queue keeps a
+  window in memory and reads the rest back as consumers drain it (with neither a durable store
+  nor a spool, `page` acts as `block`);
 - `block`: producers get no more credit until there is room again;
 - `fail`: new messages are rejected with `amqp:resource-limit-exceeded` ("Address is full");
 - `drop`: new messages are accepted and thrown away.
@@ -50,7 +51,7 @@ class FlowControl:
             address = po.addresses.get(address_name)
             if address is not None and 0 <= address.limit <= address.size:
                 policy = po.settings_for(address_name).address_full_policy
-                if policy == PAGE and not po.journal.durable:
+                if policy == PAGE and not po.journal.durable and po.spool is None:
                     return BLOCK
                 return policy
         if po.memory_used >= self.memory_limit:
@@ -83,7 +84,7 @@ class FlowControl:
         """Does a new message for `queue` go to the store only (page policy)?"""
         if queue.paged:
             return True  # keep order: once paging, a queue pages until it has read everything back
-        if not queue.durable or not self.postoffice.journal.durable:
+        if not queue.stores and self.postoffice.spool is None:
             return False
         address = queue.address
         settings = self.postoffice.settings_for(address.name)

@@ -195,5 +195,23 @@ class Journal(Protocol):
         """Finish every submitted unit (calling its `done`), then release the database."""
 
 
+class Spool(Protocol):
+    """Where the page policy keeps the paged messages of queues that store nothing (non-durable
+    queues, or every queue with the in-memory store): out of memory, first in first out, and
+    gone with the broker, as such messages are. Local and quick, so it is called directly."""
+
+    def append(self, queue: str, ref: StoredReference) -> None:
+        """Keep one more message of `queue`, after the others."""
+
+    def read(self, queue: str, limit: int) -> list[StoredReference]:
+        """Take up to `limit` of the oldest messages kept for `queue` (they are gone from here)."""
+
+    def drop(self, queue: str) -> None:
+        """Forget every message kept for `queue` (it was deleted)."""
+
+    def close(self) -> None:
+        """Forget everything (the broker stops)."""
+
+
 class Clock(Protocol):
     def now_ms(self) -> int: ...

@@ -42,13 +42,15 @@ class PostOffice:
                  defer: Callable[[Callable[[], None]], None] | None = None,
                  clock: ports.Clock | None = None, annotate: Callable | None = None,
                  compile_filter: Callable[[str], Callable[[Message], bool]] | None = None,
-                 call_at: Callable | None = None):
+                 call_at: Callable | None = None, spool: ports.Spool | None = None):
         """`defer(fn)` runs fn soon on the owning thread (the reactor's `call_soon`); `annotate(message,
         extra)` returns a copy of a message with message annotations added (from the codec);
         `compile_filter(text)` turns a selector into a predicate over a Message; `call_at(ms, fn)`
-        runs fn at an epoch-ms time on the owning thread and returns a handle with `cancel()`."""
+        runs fn at an epoch-ms time on the owning thread and returns a handle with `cancel()`;
+        `spool` keeps what the page policy pages from queues that store nothing."""
         self.settings = settings or SettingsRepository()
         self.journal = journal or MemoryJournal()
+        self.spool = spool
         self._defer = defer
         self.clock = clock or WallClock()
         self.annotate = annotate
@@ -351,14 +353,18 @@ class PostOffice:
                 q = r.queue
                 if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size
                                and self.flow.pages(q)):
-                    r.paged = r.durable = True  # the store holds it; memory only a count
+                    r.paged = True  # the store (or the spool) holds it; memory only a count
+                    r.durable = q.stores
             durable = [r for r in mine if r.durable]
             if durable:
                 ops.append(ports.AddMessage(self.message_record(message)))
                 ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
         if not ops and not self._unconfirmed:
             for r in refs:
-                r.queue.enqueue(r)
+                if r.paged:
+                    r.queue.page_out(r)
+                else:
+                    r.queue.enqueue(r)
             if done is not None:
                 done(None)
             return

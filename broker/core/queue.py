@@ -150,16 +150,26 @@ class Queue:
             self.postoffice.schedule(self)
 
     def page_out(self, ref: Ref) -> None:
-        """Page policy: the ref is in the store only; read back when the window drains."""
+        """Page policy: the ref is in the store (or the spool) only; read back when the window
+        drains."""
         self.added += 1
-        self.paged += 1
+        if self.paged >= 0:
+            self.paged += 1
+        if not self.stores:
+            po = self.postoffice
+            po.spool.append(self.name, ports.StoredReference(po.message_record(ref.message),
+                                                             ref.delivery_count))
 
     def _page_in(self) -> None:
         """Read the next window of paged messages when the one in memory runs low."""
         if self._reading or not self.paged or len(self.backlog) >= PAGE_WINDOW // 2 or self.deleted:
             return
         self._reading = True
-        self.postoffice.journal.read_page(self.name, self._cursor, PAGE_WINDOW, self._paged_in)
+        po = self.postoffice
+        if self.stores:
+            po.journal.read_page(self.name, self._cursor, PAGE_WINDOW, self._paged_in)
+        else:
+            self._paged_in(po.spool.read(self.name, PAGE_WINDOW))
 
     def _paged_in(self, stored: list) -> None:
         self._reading = False
@@ -171,7 +181,7 @@ class Queue:
         make = self.postoffice.message_from_record
         for s in stored:
             ref = Ref(make(s.message), self, s.delivery_count)
-            ref.durable = True
+            ref.durable = self.stores
             self.paged -= 1 if self.paged > 0 else 0
             self.recover(ref)
         if self.paged == 0 and len(stored) == PAGE_WINDOW:
@@ -506,6 +516,9 @@ class Queue:
         self.size = 0
         self.backlog.clear()
         self.scheduled.clear()
+        if self.paged and not self.stores and self.postoffice.spool is not None:
+            self.postoffice.spool.drop(self.name)
+        self.paged = 0
 
 
 __all__ = ["Queue", "Ref", "Consumer"]

@@ -9,7 +9,7 @@ from proton.utils import SendException
 
 from broker.tools.clients import management_call
 from hermod_testing import wait_for
-from wire_helpers import connect, receive_bodies
+from wire_helpers import connect, receive_bodies, sync
 
 
 def policy_config(policy: str, limit: int = 2000) -> str:
@@ -81,8 +81,28 @@ def test_block_policy_withholds_credit_until_there_is_room(start_broker):
     conn.close()
 
 
-def test_page_policy_keeps_a_window_in_memory_and_delivers_everything(start_broker, tmp_path):
-    b = start_broker(config=policy_config("page", limit=20_000), store=f"sqlite:///{tmp_path / 'page.db'}")
+NON_DURABLE_QUEUE = """
+[[address]]
+name = "full.page"
+routing = ["anycast"]
+  [[address.queue]]
+  name = "full.page"
+  routing = "anycast"
+  durable = false
+"""
+
+
+@pytest.mark.parametrize("where", ["store", "spool: memory store", "spool: non-durable queue"])
+def test_page_policy_keeps_a_window_in_memory_and_delivers_everything(start_broker, tmp_path, where):
+    """Durable queues page into the store; queues that store nothing page into the spool's
+    temporary files. Either way the producer is never blocked and every message comes back."""
+    config = policy_config("page", limit=20_000)
+    store = f"sqlite:///{tmp_path / 'page.db'}"
+    if where == "spool: memory store":
+        store = "memory"
+    elif where == "spool: non-durable queue":
+        config += NON_DURABLE_QUEUE
+    b = start_broker(config=config, store=store)
     conn = connect(b.url)
     sender = conn.create_sender("full.page")
     n = 3000
@@ -90,9 +110,11 @@ def test_page_policy_keeps_a_window_in_memory_and_delivers_everything(start_brok
         sender.send(Message(body=f"{i:06d}" + "x" * 200))
     row = next(r for r in management_call(b.url, "queue.stat") if r["queue"] == "full.page")
     assert row["messages"] == n
-    assert row["paged"] > n // 2  # most of it lives in the store only
+    assert row["paged"] > n // 2  # most of it lives in the store or the spool only
     assert row["bytes_in_memory"] <= 20_000 + 2 * 1024  # the window, not the whole queue
     r = conn.create_receiver("full.page", credit=500)
     got = receive_bodies(r, n, timeout=60)
     assert [g[:6] for g in got] == [f"{i:06d}" for i in range(n)]
+    sync(conn)  # the last acknowledgements are on their way
+    wait_for(lambda: queue_messages(b.url, "full.page") == 0, message="the acknowledgements")
     conn.close()
