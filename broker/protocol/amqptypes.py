@@ -14,6 +14,13 @@ class DecodeError(ValueError):
     """The bytes are not a well-formed AMQP message."""
 
 
+# What Python raises on bytes that are not AMQP: read past the end, a bad UTF-8 string, a char
+# out of range, a list or map used as a map key, lists nested too deep. The decoding entry points turn each into a
+# DecodeError, so a malformed message is refused, never an error of the broker.
+MALFORMED = (IndexError, struct.error, UnicodeDecodeError, TypeError, ValueError, OverflowError,
+             RecursionError)
+
+
 # -- value types that plain Python types cannot tell apart ---------------------------------------
 # They subclass str/int so that they print and compare naturally; the selector treats any
 # subclass as opaque (a symbol never equals a string literal), as Artemis does.
@@ -99,7 +106,9 @@ def skip(buf: bytes, pos: int) -> int:
             end = pos + 5 + _u32(buf, pos + 1)[0]
         else:
             raise DecodeError(f"unknown AMQP type code 0x{code:02x} at {pos}")
-    except (IndexError, struct.error):
+    except DecodeError:
+        raise
+    except MALFORMED:
         raise DecodeError(f"truncated AMQP value at {pos}") from None
     if end > len(buf):
         raise DecodeError(f"truncated AMQP value at {pos}")
@@ -113,7 +122,9 @@ def decode(buf: bytes, pos: int = 0) -> tuple[Any, int]:
     """Decode one value; returns (value, position after it)."""
     try:
         return _decode(buf, pos)
-    except (IndexError, struct.error, UnicodeDecodeError):
+    except DecodeError:
+        raise
+    except MALFORMED:
         raise DecodeError(f"malformed AMQP value at {pos}") from None
 
 
@@ -287,6 +298,9 @@ def _to_map(items: list) -> dict:
     return out
 
 
+MAX_EMPTY_ELEMENTS = 65536
+
+
 def _decode_array(buf: bytes, pos: int, code: int) -> tuple[list, int]:
     p = pos + 1
     if code == 0xE0:
@@ -302,12 +316,20 @@ def _decode_array(buf: bytes, pos: int, code: int) -> tuple[list, int]:
         descriptor, p = _decode(buf, p + 1)
         ctor = buf[p]
     p += 1
+    if end > len(buf):
+        raise DecodeError(f"truncated array at {pos}")
+    if _FIXED_WIDTH.get(ctor) == 0 and count > MAX_EMPTY_ELEMENTS:
+        # Elements of no width (null, true, false, zero) take no bytes, so a few bytes could
+        # claim four billion of them: refuse, rather than spend the broker's memory and time.
+        raise DecodeError(f"array of {count} empty elements at {pos}")
     items = []
     for _ in range(count):
         # Each element is the constructor's payload: decode it with the constructor in front.
         n = _payload_length(buf, p, ctor)
         value, _ = _decode(bytes((ctor,)) + bytes(buf[p:p + n]), 0)
         p += n
+        if p > end:
+            raise DecodeError(f"array elements overrun the array at {pos}")
         items.append(Described(descriptor, value) if descriptor is not None else value)
     return items, end
 

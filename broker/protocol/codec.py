@@ -14,8 +14,8 @@ import struct
 from typing import Any
 
 from .amqptypes import (  # noqa: F401 - the codec's public names include the value types
-    _DECODERS, Byte, Char, DecodeError, Described, Symbol, Timestamp, UByte, UInt, ULong, _u32,
-    _u64, decode, encode, skip)
+    _DECODERS, MALFORMED, Byte, Char, DecodeError, Described, Symbol, Timestamp, UByte, UInt, ULong,
+    _u32, _u64, decode, encode, skip)
 
 # Section descriptors (amqp:header:list ... amqp:footer:map).
 HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = range(0x70, 0x75)
@@ -36,20 +36,21 @@ def sections(buf: bytes) -> list[tuple[int, int, int]]:
     """(descriptor code, start, end) of every section, in order."""
     out = []
     pos, n = 0, len(buf)
-    while pos < n:
-        if buf[pos] != 0x00:
-            raise DecodeError(f"expected a described section at {pos}")
-        dcode = buf[pos + 1]
-        if dcode == 0x53:
-            descriptor, p = buf[pos + 2], pos + 3
-        elif dcode == 0x80:
-            descriptor, p = _u64(buf, pos + 2)[0], pos + 10
-        else:
-            sym, p = decode(buf, pos + 1)
-            descriptor = _SYMBOL_DESCRIPTORS.get(sym, -1)
-        end = skip(buf, p)
-        out.append((descriptor, pos, end))
-        pos = end
+    try:
+        while pos < n:
+            if buf[pos] != 0x00:
+                raise DecodeError(f"expected a described section at {pos}")
+            if buf[pos + 1] == 0x53:
+                descriptor, p = buf[pos + 2], pos + 3
+            else:
+                descriptor, p = _descriptor(buf, pos + 1)
+            end = skip(buf, p)
+            out.append((descriptor, pos, end))
+            pos = end
+    except DecodeError:
+        raise
+    except MALFORMED:
+        raise DecodeError(f"malformed AMQP message at {pos}") from None
     return out
 
 
@@ -58,12 +59,17 @@ def _descriptor(buf: bytes, p: int) -> tuple[int, int]:
     if buf[p] == 0x80:
         return _u64(buf, p + 1)[0], p + 9
     sym, after = decode(buf, p)
+    if not isinstance(sym, str):
+        raise DecodeError(f"a section descriptor is neither a ulong nor a symbol at {p}")
     return _SYMBOL_DESCRIPTORS.get(sym, -1), after
 
 
 def section_value(buf: bytes, start: int) -> Any:
     """The value of the section starting at `start` (skipping its descriptor)."""
-    p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    try:
+        p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    except IndexError:
+        raise DecodeError(f"truncated section at {start}") from None
     return decode(buf, p)[0]
 
 
@@ -115,8 +121,12 @@ class Envelope:
                         self.durable = bool(fields[0])
                     if count > 1 and fields[1] is not None:
                         self.priority = fields[1]
+                        if type(self.priority) is not int or self.priority < 0:
+                            raise DecodeError("header priority is not a ubyte")
                     if count > 2 and fields[2] is not None:
                         self.ttl = fields[2]
+                        if type(self.ttl) is not int or self.ttl < 0:
+                            raise DecodeError("header ttl is not a uint")
                     if count > 3 and fields[3] is not None:
                         self.first_acquirer = bool(fields[3])
                     self.header_end = self.bare_at = end
@@ -138,7 +148,9 @@ class Envelope:
                         self.app_properties_at = pos
                         break
                 pos = end
-        except (IndexError, struct.error, UnicodeDecodeError):
+        except DecodeError:
+            raise
+        except MALFORMED:
             raise DecodeError(f"malformed AMQP message at {pos}") from None
         if end > n:
             raise DecodeError("truncated AMQP message")
@@ -159,11 +171,21 @@ class Envelope:
         copy.bare_at = bare_at
         return copy
 
+    # Properties and application properties are decoded on first use, long after the message
+    # was accepted; the arrival scan checked only their framing. Contents that do not decode
+    # read as no properties: the message is passed on as it came, and the broker's filters see
+    # nothing in it (a strict check on arrival would cost every message a full decode).
     def properties_of(self, buf: bytes) -> dict[str, Any]:
-        return decode_properties(buf, self.properties_at)
+        try:
+            return decode_properties(buf, self.properties_at)
+        except DecodeError:
+            return {}
 
     def application_properties_of(self, buf: bytes) -> dict:
-        return decode_map_section(buf, self.app_properties_at)
+        try:
+            return decode_map_section(buf, self.app_properties_at)
+        except DecodeError:
+            return {}
 
 
 PROPERTY_FIELDS = ("message_id", "user_id", "to", "subject", "reply_to", "correlation_id",
@@ -237,8 +259,11 @@ def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]
             header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0)
             reparse = True
         if env.properties_count > 8:
-            bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
-            reparse = True
+            try:
+                bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
+                reparse = True
+            except DecodeError:
+                pass  # properties that do not decode are passed on as they came (see Envelope)
     entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
     entries += [_encoded_key(k) + encode(v) for k, v in extra.items()]
     section = b""
