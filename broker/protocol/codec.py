@@ -38,12 +38,7 @@ def sections(buf: bytes) -> list[tuple[int, int, int]]:
     pos, n = 0, len(buf)
     try:
         while pos < n:
-            if buf[pos] != 0x00:
-                raise DecodeError(f"expected a described section at {pos}")
-            if buf[pos + 1] == 0x53:
-                descriptor, p = buf[pos + 2], pos + 3
-            else:
-                descriptor, p = _descriptor(buf, pos + 1)
+            descriptor, p = _section_start(buf, pos)
             end = skip(buf, p)
             out.append((descriptor, pos, end))
             pos = end
@@ -52,6 +47,15 @@ def sections(buf: bytes) -> list[tuple[int, int, int]]:
     except MALFORMED:
         raise DecodeError(f"malformed AMQP message at {pos}") from None
     return out
+
+
+def _section_start(buf: bytes, pos: int) -> tuple[int, int]:
+    """The section starting at `pos`: (its descriptor code, where its value starts)."""
+    if buf[pos] != 0x00:
+        raise DecodeError(f"expected a described section at {pos}")
+    if buf[pos + 1] == 0x53:
+        return buf[pos + 2], pos + 3
+    return _descriptor(buf, pos + 1)
 
 
 def _descriptor(buf: bytes, p: int) -> tuple[int, int]:
@@ -100,12 +104,7 @@ class Envelope:
         pos, n, end = 0, len(buf), 0
         try:
             while pos < n:
-                if buf[pos] != 0x00:
-                    raise DecodeError(f"expected a described section at {pos}")
-                if buf[pos + 1] == 0x53:
-                    descriptor, p = buf[pos + 2], pos + 3
-                else:
-                    descriptor, p = _descriptor(buf, pos + 1)
+                descriptor, p = _section_start(buf, pos)
                 if descriptor >= DATA or descriptor < HEADER:
                     if descriptor < HEADER or descriptor > FOOTER:
                         raise DecodeError(f"unknown section descriptor at {pos}")
