@@ -205,6 +205,16 @@ def body_of(message) -> object:
     return bytes(body) if isinstance(body, memoryview) else body
 
 
+def take_in_transaction(client: TxClient, plain, address: str, body: str = "a", **declare):
+    """Put one message `body` on `address`, receive it on `client` and accept it in a new
+    transaction, which is returned."""
+    send(plain, address, [body])
+    delivery, _ = client.get(client.receiver(address, credit=1))
+    txn = client.declare(**declare)
+    client.accept(txn, delivery)
+    return txn
+
+
 # -- the coordinator ----------------------------------------------------------------------------
 def test_coordinator_offers_the_transaction_capabilities(broker):
     client = TxClient(broker.url)
@@ -287,12 +297,8 @@ def test_transactional_acks_are_applied_at_commit(broker):
 
 def test_rollback_returns_acquired_messages_to_the_queue(broker):
     plain = connect(broker.url)
-    send(plain, "tx.back", ["a"])
     client = TxClient(broker.url)
-    r = client.receiver("tx.back", credit=1)
-    delivery, message = client.get(r)
-    txn = client.declare()
-    client.accept(txn, delivery)
+    txn = take_in_transaction(client, plain, "tx.back")
     # The client gives back (releases) what it accepted in an aborted transaction.
     assert client.abort(txn) == ("aborted", None)
     client.close()
@@ -304,12 +310,8 @@ def test_rollback_returns_acquired_messages_to_the_queue(broker):
 
 def test_rollback_of_a_settled_acknowledgement_puts_the_message_back_counted(broker):
     plain = connect(broker.url)
-    send(plain, "tx.settled", ["a"])
     client = TxClient(broker.url)
-    r = client.receiver("tx.settled", credit=1)
-    delivery, _ = client.get(r)
-    txn = client.declare(settle_before_discharge=True)
-    client.accept(txn, delivery)
+    txn = take_in_transaction(client, plain, "tx.settled", settle_before_discharge=True)
     assert client.abort(txn) == ("aborted", None)
     again = plain.create_receiver("tx.settled", credit=1).receive(timeout=TIMEOUT)
     assert (again.body, again.delivery_count) == ("a", 1)
@@ -346,14 +348,10 @@ def test_unsettled_delivery_stays_with_its_consumer_after_rollback(broker):
 # -- consume and produce ----------------------------------------------------------------------------
 def test_consume_and_produce_in_one_committed_transaction(broker):
     plain = connect(broker.url)
-    send(plain, "tx.orders", ["order-1"])
     client = TxClient(broker.url)
-    orders = client.receiver("tx.orders", credit=1)
     shipping = client.sender("tx.shipping")
-    delivery, message = client.get(orders)
-    txn = client.declare()
-    client.accept(txn, delivery)
-    client.send(shipping, f"shipped {body_of(message)}", txn).result(TIMEOUT)
+    txn = take_in_transaction(client, plain, "tx.orders", "order-1")
+    client.send(shipping, "shipped order-1", txn).result(TIMEOUT)
     assert client.commit(txn) == ("committed", None)
     assert stats(broker.url, "tx.orders")["messages"] == 0
     assert receive_bodies(plain.create_receiver("tx.shipping", credit=1), 1) == ["shipped order-1"]
@@ -363,14 +361,10 @@ def test_consume_and_produce_in_one_committed_transaction(broker):
 
 def test_consume_and_produce_rolled_back_leaves_both_queues_as_they_were(broker):
     plain = connect(broker.url)
-    send(plain, "tx.orders2", ["order-1"])
     shipped = plain.create_receiver("tx.shipping2", credit=5)
     client = TxClient(broker.url)
-    orders = client.receiver("tx.orders2", credit=1)
     shipping = client.sender("tx.shipping2")
-    delivery, _ = client.get(orders)
-    txn = client.declare()
-    client.accept(txn, delivery)
+    txn = take_in_transaction(client, plain, "tx.orders2", "order-1")
     client.send(shipping, "shipped order-1", txn).result(TIMEOUT)
     assert client.abort(txn) == ("aborted", None)
     client.close()
@@ -473,16 +467,6 @@ def test_one_transaction_spans_links_on_several_sessions(broker):
     assert sorted(receive_bodies(r, 2)) == ["from a", "from b"]
     client.close()
     plain.close()
-
-
-def take_in_transaction(client: TxClient, plain, address: str, **declare):
-    """Put one message "a" on `address`, receive it on `client` and accept it in a new
-    transaction, which is returned."""
-    send(plain, address, ["a"])
-    delivery, _ = client.get(client.receiver(address, credit=1))
-    txn = client.declare(**declare)
-    client.accept(txn, delivery)
-    return txn
 
 
 def test_closing_the_connection_rolls_back_open_transactions(broker):
