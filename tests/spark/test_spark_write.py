@@ -14,6 +14,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DoubleType,  #
                                FloatType, IntegerType, LongType, MapType, ShortType, StringType,
                                StructField, StructType, TimestampType)
 
+from proton import Timeout  # noqa: E402
 from hermod_testing import wait_for
 from spark_helpers import RETENTION
 from wire_helpers import connect, topic
@@ -142,7 +143,7 @@ def test_streaming_write_of_a_rate_source(spark, start_broker, tmp_path):
             while True:
                 try:
                     message = receiver.receive(timeout=0.2)
-                except Exception:  # noqa: BLE001 - proton's Timeout: nothing more right now
+                except Timeout:  # nothing more right now
                     break
                 receiver.accept()
                 assert message.body == f"tick {message.properties['seq']}"
