@@ -7,7 +7,8 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install system-deps java interop-deps bench clean
+
+.PHONY: check run test install system-deps java interop-deps bench clean
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -43,7 +44,12 @@ java:
 interop-deps:
 	bash interop/setup.sh
 
-test: $(TEST_STAMP) system-deps java interop-deps
+# Static checks: lint, and the layering rules of style.md as import-linter contracts (pyproject.toml).
+check: $(TEST_STAMP)
+	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline
+	$(VENV)/bin/lint-imports
+
+test: $(TEST_STAMP) check system-deps java interop-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

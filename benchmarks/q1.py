@@ -336,7 +336,7 @@ def perf(port: int, pid: int, address: str, extra: list[str], timeout: float, re
            "--pid", str(pid), "--timeout", str(timeout)] + extra
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 60,
                           preexec_fn=_client_realtime if realtime else None)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith(("throughput ", "latency "))), "")
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(("throughput ", "latency "))), "")
     if not line:
         raise RuntimeError(f"hermod perf printed no result (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
     return parse_result(line)
@@ -476,9 +476,9 @@ def summarize(runs: dict) -> dict:
                                   if "latency_rt" in r and not r["latency_rt"].get("error")]),
             "max_rt_ms": _median([r["latency_rt"].get("max_ms") for r in records
                                   if "latency_rt" in r and not r["latency_rt"].get("error")]),
-            "p50_ms": _median([l.get("p50_ms") for l in ok_l]),
-            "p99_ms": _median([l.get("p99_ms") for l in ok_l]),
-            "max_ms": _median([l.get("max_ms") for l in ok_l]),
+            "p50_ms": _median([lat.get("p50_ms") for lat in ok_l]),
+            "p99_ms": _median([lat.get("p99_ms") for lat in ok_l]),
+            "max_ms": _median([lat.get("max_ms") for lat in ok_l]),
             "errors": [r.get("error") or r.get("throughput", {}).get("error") or r.get("latency", {}).get("error")
                        for r in records if r.get("error") or r.get("throughput", {}).get("error")
                        or r.get("latency", {}).get("error")],

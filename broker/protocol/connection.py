@@ -243,7 +243,7 @@ class Connection:
         lib.pn_connection_open(c)
 
     def _detach_links(self, which, session_end: bool) -> None:
-        for link in [l for l in self.links if which(l)]:
+        for link in [lk for lk in self.links if which(lk)]:
             handler = self.links.pop(link)
             handler.on_detach(closed=False, session_end=session_end)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
 from proton import Message
 from sqlalchemy import text
 

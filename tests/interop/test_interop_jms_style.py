@@ -5,7 +5,6 @@ the JMS client's wire behaviour is emulated; interop/README.md lists what is emu
 """
 from __future__ import annotations
 
-import pytest
 
 from interop_clients import bodies, eventually, queue_stats, require_selectors
 from wire_helpers import connect

@@ -13,7 +13,7 @@ from hermod_testing import ROOT
 def perf(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, dict]:
     proc = subprocess.run([sys.executable, "-m", "broker", "perf", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith(("throughput ", "latency "))]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("throughput ", "latency "))]
     assert len(lines) == 1, (proc.stdout, proc.stderr)
     fields = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', lines[0]))
     fields["mode"] = lines[0].split()[0]

@@ -7,7 +7,7 @@ import queue as queues
 import threading
 from concurrent.futures import Future
 
-from proton import Delivery, Described, Link, Message, ulong
+from proton import Delivery, Described, Message, ulong
 from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import ApplicationEvent, AtMostOnce, Container, EventInjector
 
