@@ -79,8 +79,10 @@ def _compound_header(buf: bytes, p: int) -> tuple[int, int, int]:
     return _u32(buf, p + 5)[0], p + 9, p + 5 + _u32(buf, p + 1)[0]
 
 
-def _bounded_map(buf: bytes, p: int, what: str) -> tuple[dict, int]:
-    """The map at `p` (a map section's value), decoded within the bounds above."""
+def _bounded_map(buf: bytes, p: int, what: str, refuse_large: bool = False) -> tuple[dict, int]:
+    """The map at `p` (a map section's value), decoded within the bounds above; with
+    `refuse_large` (message annotations, checked on arrival) a compound value over the budget
+    is refused as a decode error instead of being left encoded."""
     code = buf[p]
     if code not in (0xC1, 0xD1):
         return {}, skip(buf, p)
@@ -94,6 +96,8 @@ def _bounded_map(buf: bytes, p: int, what: str) -> tuple[dict, int]:
     for _ in range(count // 2):
         key, q = _bounded_value(buf, q, budget)
         value, q = _bounded_value(buf, q, budget)
+        if refuse_large and (isinstance(value, Undecoded) or isinstance(key, Undecoded)):
+            raise DecodeError(f"{what}: list, map or array values over {COMPOUND_BUDGET} bytes")
         try:
             out[key] = value
         except TypeError:  # an unhashable key (a list): keep it findable by its text
@@ -223,7 +227,7 @@ class Envelope:
                     self.header_end = self.bare_at = end
                 elif descriptor == MESSAGE_ANNOTATIONS:
                     self.annotations_at = pos
-                    self.annotations, end = _bounded_map(buf, p, "message annotations")
+                    self.annotations, end = _bounded_map(buf, p, "message annotations", refuse_large=True)
                     self.bare_at = end
                 else:
                     end = skip(buf, p)
@@ -298,7 +302,7 @@ def decode_map_section(buf: bytes, at: int) -> dict:
     if at < 0:
         return {}
     try:
-        return _bounded_map(buf, _value_start(buf, at), "map section")[0]
+        return _bounded_map(buf, _value_start(buf, at), "map section", refuse_large=True)[0]
     except MALFORMED:
         raise DecodeError(f"malformed map section at {at}") from None
 
