@@ -14,7 +14,8 @@ class Ref:
     """One message on one queue: a multicast message is shared, each queue counts its own
     deliveries."""
 
-    __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable", "paged")
+    __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable", "paged",
+                 "in_level", "parked_token")
 
     def __init__(self, message: Message, queue: Queue, delivery_count: int = 0):
         self.message = message
@@ -24,6 +25,8 @@ class Ref:
         self.refused_by: set[int] | None = None  # consumers that said undeliverable-here
         self.durable = queue.stores and message.durable
         self.paged = False  # sent to the store only (page policy), not kept in memory
+        self.in_level = 0  # backlog.OUT / LIVE / DEAD: its place in the backlog's FIFOs
+        self.parked_token = 0  # its live entry among the backlog's parked refs (0: none)
 
     def __lt__(self, other: Ref) -> bool:
         return self.message.id < other.message.id

@@ -33,6 +33,9 @@ Done = Callable[[BaseException | None], None]
 
 GROUP_CLOSE = (-1, 0xFFFFFFFF)
 PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
+# Messages a selector/group dispatch pass looks at before it lets the loop serve others (it
+# carries on at the next turn): a new selector over a million-message backlog never freezes it.
+SCAN_BUDGET = 1000
 
 
 def _take_nothing(message: Message) -> bool:
@@ -78,6 +81,7 @@ class Queue:
         self._plain = True
         self._browsers = False
         self._turn = 0
+        self._resume = None  # a dispatch pass that ran out of SCAN_BUDGET carries on here
         self.delivering = 0
         self.added = 0
         self.acked = 0
@@ -267,6 +271,8 @@ class Queue:
         except ValueError:
             return
         self._consumers_changed()
+        # Its groups are free now: every consumer looks at the parked messages again.
+        self.backlog.parked.positions.clear()
         if self.groups:
             self.groups = {g: c for g, c in self.groups.items() if c is not consumer}
         back = list(consumer.in_flight)
@@ -320,7 +326,7 @@ class Queue:
         if not self.consumers:
             return
         if self.backlog:
-            if self._plain:
+            if self._plain and not self.backlog.parked.live:
                 self._dispatch_plain()
             else:
                 self._dispatch_general()
@@ -344,7 +350,7 @@ class Queue:
         """Every consumer takes every message: pop and deliver round-robin."""
         backlog = self.backlog
         now = 0
-        while backlog:
+        while backlog.live:
             c = self._next_ready()
             if c is None:
                 return
@@ -362,12 +368,15 @@ class Queue:
             self._deliver(c, ref)
 
     def _dispatch_general(self) -> None:
-        """Selectors, groups, priorities, exclusivity: each message picks its consumer."""
+        """Selectors, groups, priorities, exclusivity: each message picks its consumer. A message
+        no ready consumer takes is parked; each consumer looks through the parked ones from
+        where it stopped. At most SCAN_BUDGET messages are looked at per pass."""
         backlog = self.backlog
-        kept: list[Ref] = []
         now = self.postoffice.clock.now_ms()
         candidates = [self._owner] if self._owner is not None else [c for c in self.consumers if not c.browser]
-        while backlog and any(c.credit > 0 and not c.blocked for c in candidates):
+        budget = self._dispatch_parked(candidates, now, SCAN_BUDGET) if backlog.parked.live else SCAN_BUDGET
+        while backlog.live and budget > 0 and any(c.credit > 0 and not c.blocked for c in candidates):
+            budget -= 1
             ref = backlog.popleft()
             expiration = ref.message.expiration
             if expiration and expiration <= now:
@@ -375,11 +384,73 @@ class Queue:
                 continue
             c = self._choose(ref, candidates)
             if c is None:
-                kept.append(ref)
+                self._park(ref, candidates)
                 continue
             self._deliver(c, ref)
-        if kept:
-            backlog.restore(kept)
+        if budget <= 0:
+            self._carry_on()
+
+    def _park(self, ref: Ref, candidates: list[Consumer]) -> None:
+        """Park a ref no ready consumer took; a consumer that has seen every parked ref and
+        turns this one down too need never look at it (those that would take it, once they
+        have credit, still will)."""
+        parked = self.backlog.parked
+        at = self.backlog.park(ref)
+        positions = parked.positions
+        for c in candidates:
+            if parked.position(c.id) == at and not self._takes(c, ref):
+                positions[c.id] = at + 1
+
+    def _takes(self, c: Consumer, ref: Ref) -> bool:
+        group = ref.message.group_id if self._groups_seen else None
+        if group is not None:
+            holder = self.groups.get(group)
+            if holder is not None and holder is not c:
+                return False
+        return c.accepts(ref)
+
+    def _dispatch_parked(self, candidates: list[Consumer], now: int, budget: int) -> int:
+        """Each ready consumer takes what it accepts among the parked refs it has not seen yet."""
+        parked = self.backlog.parked
+        positions = parked.positions
+        for c in sorted(candidates, key=lambda c: -c.priority):
+            while budget > 0 and c.credit > 0 and not c.blocked:
+                pos = parked.position(c.id)
+                if pos >= parked.end:
+                    break
+                ref = parked.at(pos)
+                # Recorded before anything leaves: removing may compact the parked refs, which
+                # moves every consumer's position along with them.
+                positions[c.id] = pos + 1
+                if ref is None:
+                    continue
+                budget -= 1
+                expiration = ref.message.expiration
+                if expiration and expiration <= now:
+                    self._expire(ref)  # leaves the parked refs (take)
+                    continue
+                if self._takes(c, ref):
+                    parked.remove(ref)
+                    group = ref.message.group_id if self._groups_seen else None
+                    if group is not None:
+                        self.groups.setdefault(group, c)
+                    self._deliver(c, ref)
+            if budget <= 0:
+                break
+        return budget
+
+    def _carry_on(self) -> None:
+        """Continue dispatch at a later loop turn, letting other connections be served."""
+        if self._resume is not None:
+            return
+        po = self.postoffice
+
+        def resume() -> None:
+            self._resume = None
+            if not self.deleted:
+                po.schedule(self)
+
+        self._resume = po.call_at(po.clock.now_ms(), resume)
 
     def _choose(self, ref: Ref, candidates: list[Consumer]) -> Consumer | None:
         group = ref.message.group_id if self._groups_seen else None

@@ -29,6 +29,102 @@ _SYMBOL_DESCRIPTORS = {
 }
 
 
+# -- bounded decoding ---------------------------------------------------------------------------
+# Annotations and properties are decoded by Python code, element by element: a 100 MB array
+# inside an annotation would hold the event loop for minutes. So a map section may have at most
+# MAX_SECTION_ENTRIES entries (more: refused as a decode error, found from the count field in
+# O(1)), and list, map, array and described values are decoded only while they fit in
+# COMPOUND_BUDGET bytes per section; bigger ones stay encoded, read as an opaque `Undecoded`
+# (a selector sees it as no usable value; the bytes go out as they came).
+MAX_SECTION_ENTRIES = 4096
+COMPOUND_BUDGET = 16 * 1024
+_COMPOUND_CODES = frozenset((0x00, 0xC0, 0xC1, 0xD0, 0xD1, 0xE0, 0xF0))
+
+
+class Undecoded:
+    """A value left encoded because decoding it would cost too much on the event loop."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"<undecoded {self.size} bytes>"
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = COMPOUND_BUDGET
+
+
+def _bounded_value(buf: bytes, p: int, budget: _Budget) -> tuple[Any, int]:
+    if buf[p] not in _COMPOUND_CODES:
+        return decode(buf, p)
+    end = skip(buf, p)
+    size = end - p
+    if size > budget.left:
+        return Undecoded(size), end
+    budget.left -= size
+    return decode(buf, p)
+
+
+def _compound_header(buf: bytes, p: int) -> tuple[int, int, int]:
+    """(element count, position of the first element, end) of the list or map at `p`."""
+    code = buf[p]
+    if code in (0xC0, 0xC1):
+        return buf[p + 2], p + 3, p + 2 + buf[p + 1]
+    return _u32(buf, p + 5)[0], p + 9, p + 5 + _u32(buf, p + 1)[0]
+
+
+def _bounded_map(buf: bytes, p: int, what: str, refuse_large: bool = False) -> tuple[dict, int]:
+    """The map at `p` (a map section's value), decoded within the bounds above; with
+    `refuse_large` (message annotations, checked on arrival) a compound value over the budget
+    is refused as a decode error instead of being left encoded."""
+    code = buf[p]
+    if code not in (0xC1, 0xD1):
+        return {}, skip(buf, p)
+    count, q, end = _compound_header(buf, p)
+    if count % 2:
+        raise DecodeError(f"{what}: a map with an odd number of items")
+    if count > 2 * MAX_SECTION_ENTRIES:
+        raise DecodeError(f"{what} with {count // 2} entries: at most {MAX_SECTION_ENTRIES}")
+    budget = _Budget()
+    out: dict = {}
+    for _ in range(count // 2):
+        key, q = _bounded_value(buf, q, budget)
+        value, q = _bounded_value(buf, q, budget)
+        if refuse_large and (isinstance(value, Undecoded) or isinstance(key, Undecoded)):
+            raise DecodeError(f"{what}: list, map or array values over {COMPOUND_BUDGET} bytes")
+        try:
+            out[key] = value
+        except TypeError:  # an unhashable key (a list): keep it findable by its text
+            out[repr(key)] = value
+    if q != end:
+        raise DecodeError(f"{what}: map size mismatch at {q}")
+    return out, end
+
+
+def _bounded_fields(buf: bytes, p: int, limit: int) -> list:
+    """The first `limit` elements of the list at `p`, decoded within the bounds above."""
+    code = buf[p]
+    if code == 0x45:
+        return []
+    if code not in (0xC0, 0xD0):
+        return []
+    count, q, end = _compound_header(buf, p)
+    budget = _Budget()
+    fields = []
+    for _ in range(min(count, limit)):
+        value, q = _bounded_value(buf, q, budget)
+        fields.append(value)
+    if q > end:
+        raise DecodeError(f"list elements overrun the list at {p}")
+    return fields
+
+
 # -- sections -----------------------------------------------------------------------------------
 
 
@@ -131,9 +227,7 @@ class Envelope:
                     self.header_end = self.bare_at = end
                 elif descriptor == MESSAGE_ANNOTATIONS:
                     self.annotations_at = pos
-                    decoder = _DECODERS[code]
-                    value, end = decoder(buf, p + 1) if decoder is not None else (None, skip(buf, p))
-                    self.annotations = value if isinstance(value, dict) else {}
+                    self.annotations, end = _bounded_map(buf, p, "message annotations", refuse_large=True)
                     self.bare_at = end
                 else:
                     end = skip(buf, p)
@@ -196,17 +290,29 @@ def decode_properties(buf: bytes, at: int) -> dict[str, Any]:
     """The properties section as a dict of the fields that are set."""
     if at < 0:
         return {}
-    fields = section_value(buf, at)
-    if not isinstance(fields, list):
-        return {}
-    return {name: v for name, v in zip(PROPERTY_FIELDS, fields) if v is not None}
+    try:
+        fields = _bounded_fields(buf, _value_start(buf, at), len(PROPERTY_FIELDS))
+    except MALFORMED:
+        raise DecodeError(f"malformed properties at {at}") from None
+    return {name: v for name, v in zip(PROPERTY_FIELDS, fields)
+            if v is not None and not isinstance(v, Undecoded)}
 
 
 def decode_map_section(buf: bytes, at: int) -> dict:
     if at < 0:
         return {}
-    value = section_value(buf, at)
-    return value if isinstance(value, dict) else {}
+    try:
+        return _bounded_map(buf, _value_start(buf, at), "map section", refuse_large=True)[0]
+    except MALFORMED:
+        raise DecodeError(f"malformed map section at {at}") from None
+
+
+def _value_start(buf: bytes, start: int) -> int:
+    """Where the value of the section starting at `start` begins (after its descriptor)."""
+    try:
+        return start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    except IndexError:
+        raise DecodeError(f"truncated section at {start}") from None
 
 
 def body_value(buf: bytes) -> Any:
@@ -333,8 +439,9 @@ def _raw_annotation_entries(buf: bytes, env: Envelope) -> list[tuple[Any, bytes]
     else:
         return []
     out = []
+    budget = _Budget()
     for _ in range(count // 2):
-        key, value_at = decode(buf, p)
+        key, value_at = _bounded_value(buf, p, budget)
         end = skip(buf, value_at)
         out.append((key, bytes(buf[p:end])))
         p = end

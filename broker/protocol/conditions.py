@@ -42,6 +42,12 @@ def condition_for(error: BaseException) -> str:
     return INTERNAL_ERROR
 
 
+def relay_condition(error: BaseException) -> str:
+    """An anonymous-relay send the broker cannot route is `failed` (Artemis); a `to` that is
+    not a valid name (too long) is `amqp:invalid-field`."""
+    return INVALID_FIELD if isinstance(error, errors.InvalidField) else FAILED
+
+
 def set_condition(cond, name: str, description: str) -> None:
     """Fill a Proton condition (of a link, a connection, a disposition)."""
     cproton.pn_condition_set_name(cond, name)

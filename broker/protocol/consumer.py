@@ -84,7 +84,8 @@ class ConsumerLink:
             if consumer_priority(options) is not None:
                 priority = consumer_priority(options)
             server = broker.config.server
-            name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes)
+            name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes,
+                              composite="," in address)
             caps = set(remote.capabilities)
             shared = "shared" in caps
             global_ = "global" in caps

@@ -184,7 +184,7 @@ class ProducerLink:
             try:
                 address, rt, queue = self.broker.resolve_relay(to, rt)
             except errors.HermodError as e:
-                self._reject(d, presettled, txn, conditions.FAILED, str(e))
+                self._reject(d, presettled, txn, conditions.relay_condition(e), str(e))
                 return
         elif rt is None:
             rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type

@@ -11,6 +11,7 @@ import cproton
 from cproton_ffi import lib
 from proton._data import Described, dat2obj
 
+from ..core import limits
 from ..core.address import split_fqqn
 from ..core.message import ANYCAST, MULTICAST
 
@@ -49,6 +50,10 @@ def read_terminus(t) -> Terminus:
     elif isinstance(caps, (str, bytes)):
         caps = [caps]
     filters = dat2obj(lib.pn_terminus_filter(t)) if kind == lib.PN_SOURCE else None
+    if isinstance(filters, dict):
+        found = find_filter(filters, SELECTOR_DESCRIPTORS)
+        if found is not None:
+            limits.check_selector(str(found[1].value))
     return Terminus(
         address=cproton.pn_terminus_get_address(t),
         capabilities=[str(c) for c in caps],
@@ -70,8 +75,12 @@ class Name:
 
 
 def parse_name(raw: str, capabilities: list[str], anycast_prefixes: tuple[str, ...],
-               multicast_prefixes: tuple[str, ...]) -> Name:
-    """Routing type from the capability first, then the address prefix; `a::q` splits off a queue."""
+               multicast_prefixes: tuple[str, ...], *, composite: bool = False) -> Name:
+    """Routing type from the capability first, then the address prefix; `a::q` splits off a queue.
+    Address and queue names over the length limit are refused (amqp:invalid-field), except in
+    the whole text of a `composite`, whose parts are parsed (and checked) one by one."""
+    if composite:
+        limits.check_composite_length(raw)
     rt = None
     for cap in capabilities:
         rt = QUEUE_CAPABILITIES.get(cap)
@@ -85,6 +94,9 @@ def parse_name(raw: str, capabilities: list[str], anycast_prefixes: tuple[str, .
             rt = rt or prefix_rt
             break
     address, queue = split_fqqn(address)
+    if not composite:
+        limits.check_name(address)
+        limits.check_name(queue, "queue")
     return Name(address, rt, queue)
 
 
@@ -122,6 +134,7 @@ def subscription_queue_name(container_id: str | None, link_name: str, *, shared:
             name += ":shared-volatile"
         if global_:
             name += ":global"
+    limits.check_name(name, "subscription queue (container id and link name)")
     return name
 
 
@@ -135,10 +148,10 @@ def find_filter(filters: dict, descriptors: tuple) -> tuple[object, object] | No
 
 def split_composite(raw: str) -> list[str]:
     """`a, b,topic://c` -> ["a", "b", "topic://c"]: trimmed, empties skipped, duplicates removed
-    (ActiveMQ Classic's client-side composite destinations; Hermod keeps the order)."""
-    out: list[str] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if part and part not in out:
-            out.append(part)
-    return out
+    (ActiveMQ Classic's client-side composite destinations; Hermod keeps the order). Linear in
+    the text; more than MAX_COMPOSITE_PARTS parts are refused (amqp:resource-limit-exceeded)
+    before any queue is made for them."""
+    limits.check_composite_length(raw)
+    parts = dict.fromkeys(p for p in (part.strip() for part in raw.split(",")) if p)
+    limits.check_composite_parts(len(parts))
+    return list(parts)
