@@ -80,10 +80,10 @@ def cmd_run(args) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    return asyncio.run(_run(cfg))
+    return asyncio.run(_run(cfg, http_port=args.http_port))
 
 
-async def _run(cfg: config_mod.Config) -> int:
+async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     from .app import Broker
     from .protocol.server import Server, print_ready
 
@@ -107,6 +107,12 @@ async def _run(cfg: config_mod.Config) -> int:
         if e.errno == errno.EADDRINUSE:
             raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
         raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+    from .http.listener import HttpStartError, print_http_ready, start_http
+    try:
+        http = await start_http(broker, cfg, http_port)
+    except HttpStartError as e:
+        await server.stop()
+        raise CliError(str(e)) from None
     server.install_signal_handlers()
     from .retention import start_purger
     purger = start_purger(cfg)  # None unless some address retains messages in a database
@@ -114,8 +120,12 @@ async def _run(cfg: config_mod.Config) -> int:
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    if http is not None:
+        print_http_ready(http[1])
     print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
     await server.serve_until_stopped()
+    if http is not None:
+        await http[0].stop()
     if purger is not None:
         purger.stop()
     return 0
@@ -230,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host")
     run.add_argument("--port", type=int)
     run.add_argument("--data", help="data directory: the SQLite store is DIR/hermod.db")
+    run.add_argument("--http-port", type=int, help="HTTP management/metrics port (0: any free one, -1: none)")
     run.add_argument("--store", help=argparse.SUPPRESS)
     run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"))
     run.set_defaults(func=cmd_run)

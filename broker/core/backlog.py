@@ -86,6 +86,19 @@ class Backlog:
         self.count -= 1
         return True
 
+    def remove_where(self, predicate) -> list[Ref]:
+        """Remove every ref `predicate` holds for, in one pass (management purge/move)."""
+        taken: list[Ref] = []
+        for p, level in enumerate(self.levels):
+            if not level:
+                continue
+            kept: deque[Ref] = deque()
+            for ref in level:
+                (taken if predicate(ref) else kept).append(ref)
+            self.levels[p] = kept
+        self.count -= len(taken)
+        return taken
+
     def clear(self) -> None:
         for level in self.levels:
             level.clear()
@@ -130,6 +143,16 @@ class Schedule:
 
     def __iter__(self) -> Iterator[Ref]:
         return (item[2] for item in self._heap)
+
+    def remove_where(self, predicate) -> list[Ref]:
+        taken: list[Ref] = []
+        kept = []
+        for item in self._heap:
+            (taken.append(item[2]) if predicate(item[2]) else kept.append(item))
+        if taken:
+            self._heap = kept
+            heapq.heapify(kept)
+        return taken
 
     def clear(self) -> None:
         self._heap.clear()
