@@ -57,7 +57,9 @@ def render(broker, connection_figures: dict) -> str:
     for q in queues:
         count = q.message_count
         consumers = len(q.consumers)
-        rows.append((_label(q.name), _label(q.address.name), count, q.delivering, consumers, q.added,
+        name = _label(q.name)
+        rows.append((f'{{vhost="/",queue="{name}"}} ', f'{{broker="hermod",address="{_label(q.address.name)}",'
+                     f'queue="{name}"}} ', count, q.delivering, consumers, q.added,
                      q.acked, q.expired, len(q.scheduled), q.durable))
         total_added += q.added
         total_acked += q.acked
@@ -105,7 +107,7 @@ def render(broker, connection_figures: dict) -> str:
     family("rabbitmq_erlang_uptime_seconds", "gauge", "Seconds the broker has been running")
     add(f"rabbitmq_erlang_uptime_seconds {time.time() - _STARTED:.3f}")
 
-    _per_queue(family, add, rows)
+    _per_queue(family, add, rows, out)
 
     family("artemis_connection_count", "gauge", "Connections currently open")
     add(f'artemis_connection_count{{broker="hermod"}} {conns}')
@@ -125,7 +127,7 @@ def render(broker, connection_figures: dict) -> str:
     return "\n".join(out)
 
 
-def _per_queue(family, add, rows) -> None:
+def _per_queue(family, add, rows, out: list) -> None:
     q_help = (
         ("rabbitmq_queue_messages_ready", "gauge", "Messages ready to be delivered", lambda r: r[2] - r[3]),
         ("rabbitmq_queue_messages_unacked", "gauge", "Messages delivered and not yet acknowledged", lambda r: r[3]),
@@ -134,8 +136,7 @@ def _per_queue(family, add, rows) -> None:
     )
     for name, kind, help_text, value in q_help:
         family(name, kind, help_text)
-        for r in rows:
-            add(f'{name}{{vhost="/",queue="{r[0]}"}} {value(r)}')
+        out.extend([f"{name}{r[0]}{value(r)}" for r in rows])
     a_help = (
         ("artemis_message_count", "Messages on the queue", lambda r: r[2]),
         ("artemis_durable_message_count", "Messages on a durable queue", lambda r: r[2] if r[9] else 0),
@@ -148,8 +149,7 @@ def _per_queue(family, add, rows) -> None:
     )
     for name, help_text, value in a_help:
         family(name, "gauge", help_text)
-        for r in rows:
-            add(f'{name}{{broker="hermod",address="{r[1]}",queue="{r[0]}"}} {value(r)}')
+        out.extend([f"{name}{r[1]}{value(r)}" for r in rows])
 
 
 def _store(family, add, broker) -> None:
