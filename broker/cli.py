@@ -183,6 +183,10 @@ def cmd_consumer(args) -> int:
 def cmd_queue_stat(args) -> int:
     from .tools.clients import management_call
     rows = management_call(args.url, "queue.stat")
+    if getattr(args, "json", False):
+        import json
+        print(json.dumps(rows))
+        return 0
     print("address queue routing_type durable messages consumers added acked")
     for r in rows:
         print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
@@ -288,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     queue = sub.add_parser("queue", help="queues").add_subparsers(dest="queue_command", required=True)
     stat = queue.add_parser("stat", help="a row per queue")
     stat.add_argument("--url", default=url_default)
+    stat.add_argument("--json", action="store_true", help="print the rows as JSON")
     stat.set_defaults(func=cmd_queue_stat)
+    from .cli_manage import add_parsers as add_management_parsers
+    add_management_parsers(sub, queue, url_default)
 
     rep = sub.add_parser("replay", help="re-send retained messages of an address")
     rep.add_argument("--address", required=True)
@@ -323,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ConnectionError as e:
         return _fail(f"connection failed: {e}")
+    except Exception as e:  # noqa: BLE001 - only the management answer's error, re-raised otherwise
+        from .tools.clients import ManagementCallError
+        if isinstance(e, ManagementCallError):
+            return _fail(str(e))
+        raise
 
 
 if __name__ == "__main__":
