@@ -74,38 +74,35 @@ def render(broker, connection_figures: dict) -> str:
     add(f'rabbitmq_build_info{{rabbitmq_version="{__version__}",product="hermod",'
         f'product_version="{__version__}"}} 1')
     conns = connection_figures.get("connections", 0)
-    family("rabbitmq_connections", "gauge", "Connections currently open")
-    add(f"rabbitmq_connections {conns}")
-    family("rabbitmq_channels", "gauge", "AMQP 1.0 sessions currently open")
-    add(f"rabbitmq_channels {connection_figures.get('sessions', 0)}")
-    family("rabbitmq_queues", "gauge", "Queues available")
-    add(f"rabbitmq_queues {len(queues)}")
-    family("rabbitmq_global_consumers", "gauge", "Consumers currently connected")
-    add(f"rabbitmq_global_consumers {total_consumers}")
-    family("rabbitmq_global_publishers", "gauge", "Publishers (sending links) currently connected")
-    add(f"rabbitmq_global_publishers {connection_figures.get('publishers', 0)}")
-    proto = 'protocol="amqp10"'
-    for name, value, help_text in (
-            ("received", total_added, "Messages routed to queues (by the queues that exist now)"),
-            ("routed", total_added, "Messages routed to queues"),
-            ("delivered", total_acked + total_delivering, "Messages delivered to consumers (acknowledged or out)"),
-            ("delivered_consume_manual_ack", total_acked + total_delivering, "Messages delivered to consumers"),
-            ("acknowledged", total_acked, "Messages acknowledged by consumers")):
-        family(f"rabbitmq_global_messages_{name}_total", "counter", help_text)
-        add(f"rabbitmq_global_messages_{name}_total{{{proto}}} {value}")
-    family("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes")
-    resident = _resident_bytes()
-    add(f"rabbitmq_process_resident_memory_bytes {resident}")
     limit = _memory_limit(broker)
-    if limit:
-        family("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit (max_memory_mb)")
-        add(f"rabbitmq_resident_memory_limit_bytes {limit}")
-    family("rabbitmq_process_open_fds", "gauge", "Open file descriptors")
-    add(f"rabbitmq_process_open_fds {_open_fds()}")
-    family("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit")
-    add(f"rabbitmq_process_max_fds {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
-    family("rabbitmq_erlang_uptime_seconds", "gauge", "Seconds the broker has been running")
-    add(f"rabbitmq_erlang_uptime_seconds {time.time() - _STARTED:.3f}")
+    delivered = total_acked + total_delivering
+    proto = '{protocol="amqp10"}'
+    for name, kind, help_text, value in (
+            ("rabbitmq_connections", "gauge", "Connections currently open", conns),
+            ("rabbitmq_channels", "gauge", "AMQP 1.0 sessions currently open", connection_figures.get("sessions", 0)),
+            ("rabbitmq_queues", "gauge", "Queues available", len(queues)),
+            ("rabbitmq_global_consumers", "gauge", "Consumers currently connected", total_consumers),
+            ("rabbitmq_global_publishers", "gauge", "Publishers (sending links) currently connected",
+             connection_figures.get("publishers", 0)),
+            ("rabbitmq_global_messages_received_total" + proto, "counter",
+             "Messages routed to queues (by the queues that exist now)", total_added),
+            ("rabbitmq_global_messages_routed_total" + proto, "counter", "Messages routed to queues", total_added),
+            ("rabbitmq_global_messages_delivered_total" + proto, "counter",
+             "Messages delivered to consumers (acknowledged or out)", delivered),
+            ("rabbitmq_global_messages_delivered_consume_manual_ack_total" + proto, "counter",
+             "Messages delivered to consumers", delivered),
+            ("rabbitmq_global_messages_acknowledged_total" + proto, "counter",
+             "Messages acknowledged by consumers", total_acked),
+            ("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes", _resident_bytes()),
+            ("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit (max_memory_mb)", limit or None),
+            ("rabbitmq_process_open_fds", "gauge", "Open file descriptors", _open_fds()),
+            ("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit",
+             resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+            ("rabbitmq_erlang_uptime_seconds", "gauge", "Seconds the broker has been running",
+             round(time.time() - _STARTED, 3))):
+        if value is not None:
+            family(name.partition("{")[0], kind, help_text)
+            add(f"{name} {value}")
 
     _per_queue(family, add, rows, out)
 
