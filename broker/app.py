@@ -20,6 +20,7 @@ from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
 from .protocol import codec
+from .protocol.management_codec import ManagementCodec
 from .protocol.terminus import parse_name
 
 log = logging.getLogger("hermod")
@@ -52,7 +53,7 @@ class Broker:
             annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at,
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
-        self.management = Management(self)
+        self.management = Management(self, ManagementCodec())
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:

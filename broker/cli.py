@@ -80,10 +80,10 @@ def cmd_run(args) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    return asyncio.run(_run(cfg))
+    return asyncio.run(_run(cfg, http_port=args.http_port))
 
 
-async def _run(cfg: config_mod.Config) -> int:
+async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     from .app import Broker
     from .protocol.server import Server, print_ready
 
@@ -107,6 +107,12 @@ async def _run(cfg: config_mod.Config) -> int:
         if e.errno == errno.EADDRINUSE:
             raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
         raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+    from .http.listener import HttpStartError, print_http_ready, start_http
+    try:
+        http = await start_http(broker, cfg, http_port)
+    except HttpStartError as e:
+        await server.stop()
+        raise CliError(str(e)) from None
     server.install_signal_handlers()
     from .retention import start_purger
     purger = start_purger(cfg)  # None unless some address retains messages in a database
@@ -114,8 +120,12 @@ async def _run(cfg: config_mod.Config) -> int:
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    if http is not None:
+        print_http_ready(http[1])
     print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
     await server.serve_until_stopped()
+    if http is not None:
+        await http[0].stop()
     if purger is not None:
         purger.stop()
     return 0
@@ -173,6 +183,10 @@ def cmd_consumer(args) -> int:
 def cmd_queue_stat(args) -> int:
     from .tools.clients import management_call
     rows = management_call(args.url, "queue.stat")
+    if getattr(args, "json", False):
+        import json
+        print(json.dumps(rows))
+        return 0
     print("address queue routing_type durable messages consumers added acked")
     for r in rows:
         print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
@@ -230,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host")
     run.add_argument("--port", type=int)
     run.add_argument("--data", help="data directory: the SQLite store is DIR/hermod.db")
+    run.add_argument("--http-port", type=int, help="HTTP management/metrics port (0: any free one, -1: none)")
     run.add_argument("--store", help=argparse.SUPPRESS)
     run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"))
     run.set_defaults(func=cmd_run)
@@ -277,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     queue = sub.add_parser("queue", help="queues").add_subparsers(dest="queue_command", required=True)
     stat = queue.add_parser("stat", help="a row per queue")
     stat.add_argument("--url", default=url_default)
+    stat.add_argument("--json", action="store_true", help="print the rows as JSON")
     stat.set_defaults(func=cmd_queue_stat)
+    from .cli_manage import add_parsers as add_management_parsers
+    add_management_parsers(sub, queue, url_default)
 
     rep = sub.add_parser("replay", help="re-send retained messages of an address")
     rep.add_argument("--address", required=True)
@@ -312,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ConnectionError as e:
         return _fail(f"connection failed: {e}")
+    except Exception as e:  # noqa: BLE001 - only the management answer's error, re-raised otherwise
+        from .tools.clients import ManagementCallError
+        if isinstance(e, ManagementCallError):
+            return _fail(str(e))
+        raise
 
 
 if __name__ == "__main__":

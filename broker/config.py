@@ -14,6 +14,7 @@ from typing import Any, Callable
 from .core.settings import FULL_POLICIES, ROUTING_TYPES, SETTING_NAMES
 
 DEFAULT_STORE_URL = "sqlite:///hermod-data/hermod.db"
+DEFAULT_HTTP_PORT = 8161
 
 
 class ConfigError(Exception):
@@ -95,6 +96,20 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class HttpConfig:
+    """`[http]`: the management API and metrics listener. `port` None: not set in the file, so
+    8161, or 0 when the AMQP port is 0 (`effective_port`); -1: no HTTP listener."""
+    host: str = "127.0.0.1"
+    port: int | None = None
+    tls: bool = False
+
+    def effective_port(self, amqp_port: int) -> int:
+        if self.port is not None:
+            return self.port
+        return 0 if amqp_port == 0 else DEFAULT_HTTP_PORT
+
+
+@dataclass(frozen=True)
 class QueueConfig:
     name: str
     routing: str = "anycast"
@@ -116,6 +131,7 @@ class AddressConfig:
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
     address_settings: tuple[tuple[str, dict], ...] = ()
     addresses: tuple[AddressConfig, ...] = ()
     diverts: tuple[dict, ...] = ()
@@ -127,6 +143,9 @@ class Config:
 
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
            "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive}
+_http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
+                    "a port number 0-65535, or -1 for none")
+_HTTP = {"host": _str, "port": _http_port, "tls": _bool}
 _STORE = {"url": _str, "sqlite_synchronous": _sync}
 _SETTINGS_TYPES = {
     "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
@@ -229,6 +248,7 @@ def _check_selector(path: str, text: str) -> None:
 _TOP = {
     "server": lambda p, v: _table(p, v, _SERVER),
     "store": lambda p, v: _table(p, v, _STORE),
+    "http": lambda p, v: _table(p, v, _HTTP),
     "address_settings": lambda p, v: _array(p, v, _address_settings),
     "address": lambda p, v: _array(p, v, _address),
     "divert": lambda p, v: _array(p, v, _divert),
@@ -243,6 +263,7 @@ def parse(data: dict, path: Path | None = None) -> Config:
     return Config(
         server=ServerConfig(**t.get("server", {})),
         store=StoreConfig(**t.get("store", {})),
+        http=HttpConfig(**t.get("http", {})),
         address_settings=tuple(t.get("address_settings", ())),
         addresses=tuple(t.get("address", ())),
         diverts=tuple(t.get("divert", ())),

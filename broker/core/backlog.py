@@ -241,6 +241,19 @@ class Backlog:
                 self.levels[p] = deque(r for r in level if r.in_level == LIVE)
         self.dead = 0
 
+    def remove_where(self, predicate) -> list[Ref]:
+        """Remove every ref `predicate` holds for, in one pass (management purge/move)."""
+        taken: list[Ref] = []
+        for p, level in enumerate(self.levels):
+            if not level:
+                continue
+            kept: deque[Ref] = deque()
+            for ref in level:
+                (taken if predicate(ref) else kept).append(ref)
+            self.levels[p] = kept
+        self.count -= len(taken)
+        return taken
+
     def clear(self) -> None:
         for level in self.levels:
             for ref in level:
@@ -300,6 +313,16 @@ class Schedule:
     def __iter__(self) -> Iterator[Ref]:
         live = self._live
         return (ref for _, seq, ref in self._heap if live.get(id(ref)) == seq)
+
+    def remove_where(self, predicate) -> list[Ref]:
+        taken: list[Ref] = []
+        kept = []
+        for item in self._heap:
+            (taken.append(item[2]) if predicate(item[2]) else kept.append(item))
+        if taken:
+            self._heap = kept
+            heapq.heapify(kept)
+        return taken
 
     def clear(self) -> None:
         self._heap.clear()

@@ -579,6 +579,15 @@ class Queue:
             self._expire(ref)
         return len(expired)
 
+    def take_waiting(self, predicate) -> list[Ref]:
+        """Take every waiting ref (not out with a consumer) that `predicate` holds for off the
+        queue, in queue order, in one pass; the caller deletes or re-homes them (management
+        purge and move)."""
+        taken = self.backlog.remove_where(predicate) + sorted(self.scheduled.remove_where(predicate))
+        for ref in taken:
+            self._forget(ref)
+        return taken
+
     def clear(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

@@ -1,19 +1,57 @@
-"""Management: statistics and operations over the core's public API (no Proton, no SQL)."""
+"""Management: one implementation of the management operations for all three doors (the AMQP
+endpoint `hermod.management`, the HTTP API, the CLI). Pure: no Proton, no SQL, no HTTP; it uses
+the core's public API, and two small ports the protocol adapter fills (`ports.py`).
+
+`call(operation, args)` answers a JSON-able value, or a `Deferred` for the operations that wait
+for the store (move, retry, send); failures are `ManagementError`s carrying an HTTP status.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..core import errors as core_errors
+from ..core.message import ANYCAST, MULTICAST
+from . import messages
+from .errors import BadRequest, Conflict, ManagementError, NotFound
+from .explain import explain
+from .ports import ConnectionRegistry, Deferred, MessageCodec, NoConnections
+from .render import address_info, queue_info
 
 if TYPE_CHECKING:
     from ..app import Broker
 
+__all__ = ["Management", "ManagementError", "Deferred", "READ_OPERATIONS", "QUEUE_STAT_FIELDS"]
+
 QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", "consumers",
                      "added", "acked")
 
+# Operations that only read: `browse` permission is enough for them; the rest need `manage`.
+READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "address.list", "queue.list",
+                             "queue.get", "queue.browse", "connection.list", "explain"})
+
+
+def _arg(args: dict, name: str, kind: type | tuple = str, default: Any = None, required: bool = False):
+    value = args.get(name, default)
+    if value is None:
+        if required:
+            raise BadRequest(f"'{name}' is required")
+        return default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BadRequest(f"'{name}' has the wrong type")
+    return value
+
 
 class Management:
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: Broker, codec: MessageCodec | None = None):
         self.broker = broker
+        self.codec = codec
+        self.connections: ConnectionRegistry = NoConnections()
 
+    @property
+    def postoffice(self):
+        return self.broker.postoffice
+
+    # -- the statistics the AMQP endpoint always had (amqp-value answers) ----------------------------
     def queue_stats(self, requester: str | None = None) -> list[dict]:
         """A row per queue, leaving out `requester` (the temporary queue the reply goes to)."""
         rows = []
@@ -43,11 +81,146 @@ class Management:
                 "avg_ops_per_commit": round(s.avg_ops_per_commit, 1), "summary": s.summary()}
 
     def operations(self) -> dict:
+        """The legacy statistics operations, called with the requester only."""
         return {"queue.stat": self.queue_stats, "address.stat": self.address_stats,
                 "store.stat": self.store_stats}
 
-    def call(self, operation: str, requester: str | None = None):
+    def argument_operations(self) -> dict[str, Callable[[dict], Any]]:
+        """The contract's operations, called with their arguments (a dict)."""
+        return {
+            "address.list": self.address_list, "address.create": self.address_create,
+            "address.delete": self.address_delete, "message.send": self.message_send,
+            "queue.list": self.queue_list, "queue.get": self.queue_get, "queue.create": self.queue_create,
+            "queue.delete": self.queue_delete, "queue.purge": self.queue_purge,
+            "queue.browse": self.queue_browse, "queue.move": self.queue_move,
+            "queue.retry": self.queue_retry, "connection.list": self.connection_list,
+            "connection.close": self.connection_close, "explain": self.explain,
+        }
+
+    def call(self, operation: str, requester: str | None = None, args: dict | None = None):
         op = self.operations().get(operation)
+        if op is not None:
+            return op(requester)
+        op = self.argument_operations().get(operation)
         if op is None:
             raise KeyError(f"unknown management operation {operation!r}")
-        return op(requester)
+        return op(dict(args or {}, requester=requester))
+
+    # -- addresses -------------------------------------------------------------------------------
+    def address_list(self, args: dict) -> list[dict]:
+        requester = args.get("requester")
+        return [address_info(a) for a in sorted(self.postoffice.addresses.values(), key=lambda a: a.name)
+                if a.name != requester and not a.temporary]
+
+    def address_create(self, args: dict) -> dict:
+        name = _arg(args, "name", required=True)
+        routing_types = args.get("routing_types") or [ANYCAST]
+        if isinstance(routing_types, str):
+            routing_types = [t.strip() for t in routing_types.split(",") if t.strip()]
+        if not isinstance(routing_types, list) or not routing_types or \
+                not all(t in (ANYCAST, MULTICAST) for t in routing_types):
+            raise BadRequest("routing_types must be a list of anycast/multicast")
+        if name in self.postoffice.addresses:
+            raise Conflict(f"address {name} already exists")
+        return address_info(self.postoffice.create_address(name, set(routing_types)))
+
+    def address_delete(self, args: dict) -> None:
+        name = _arg(args, "name", required=True)
+        address = self.postoffice.addresses.get(name)
+        if address is None:
+            raise NotFound(f"address {name} does not exist")
+        if address.queues:
+            raise Conflict(f"address {name} has queues: {', '.join(sorted(address.queues))}")
+        if address.forwarders:
+            raise Conflict(f"address {name} has diverts or composites: "
+                           f"{', '.join(f.name for f in address.forwarders)}")
+        self.postoffice.delete_address(name)
+
+    # -- queues -----------------------------------------------------------------------------------
+    def queue_list(self, args: dict) -> list[dict]:
+        requester = args.get("requester")
+        return [queue_info(q) for q in sorted(self.postoffice.queues.values(), key=lambda q: q.name)
+                if q.name != requester]
+
+    def queue_get(self, args: dict) -> dict:
+        return queue_info(messages.find_queue(self.postoffice, args.get("name")))
+
+    def queue_create(self, args: dict) -> dict:
+        name = _arg(args, "name", required=True)
+        address = _arg(args, "address", default=name)
+        routing_type = _arg(args, "routing_type", default=ANYCAST)
+        if routing_type not in (ANYCAST, MULTICAST):
+            raise BadRequest("routing_type must be anycast or multicast")
+        durable = _arg(args, "durable", bool, default=True)
+        filter_text = _arg(args, "filter") or None
+        if name in self.postoffice.queues:
+            raise Conflict(f"queue {name} already exists")
+        messages.compile_predicate(self.postoffice, filter_text)  # a bad selector is a 400
+        queue = self.postoffice.create_queue(name, address, routing_type, durable=durable,
+                                             filter_text=filter_text)
+        return queue_info(queue)
+
+    def queue_delete(self, args: dict) -> None:
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        self.postoffice.delete_queue(queue.name)
+
+    def queue_purge(self, args: dict) -> dict:
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        match = messages.compile_predicate(self.postoffice, args.get("filter"))
+        return {"removed": messages.purge(self.postoffice, queue, match)}
+
+    def queue_browse(self, args: dict) -> list[dict]:
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        match = messages.compile_predicate(self.postoffice, args.get("filter"))
+        limit = _arg(args, "limit", int, default=messages.DEFAULT_PEEK)
+        return messages.peek(self.postoffice, self._codec(), queue, limit, match)
+
+    def queue_move(self, args: dict) -> Deferred:
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        match = messages.compile_predicate(self.postoffice, args.get("filter"))
+        return messages.move(self.postoffice, queue, args.get("to"), match)
+
+    def queue_retry(self, args: dict) -> Deferred:
+        return messages.retry(self.postoffice, messages.find_queue(self.postoffice, args.get("name")))
+
+    def message_send(self, args: dict) -> Deferred:
+        return messages.send(self.postoffice, self._codec(), args.get("address"), args.get("body"),
+                             args.get("properties"), args.get("durable", False), args.get("routing_type"))
+
+    # -- connections -------------------------------------------------------------------------------
+    def connection_list(self, args: dict) -> list[dict]:
+        return self.connections.list_connections()
+
+    def connection_close(self, args: dict) -> None:
+        connection_id = args.get("id")
+        if not isinstance(connection_id, (str, int)) or isinstance(connection_id, bool):
+            raise BadRequest("'id' is required")
+        if not self.connections.close_connection(str(connection_id)):
+            raise NotFound(f"connection {connection_id} does not exist")
+
+    # -- explain -------------------------------------------------------------------------------------
+    def explain(self, args: dict) -> dict:
+        address = _arg(args, "address", required=True)
+        routing_type = _arg(args, "routing_type")
+        if routing_type not in (None, ANYCAST, MULTICAST):
+            raise BadRequest("routing_type must be anycast or multicast")
+        properties = args.get("properties") or {}
+        if not isinstance(properties, dict):
+            raise BadRequest("properties must be an object")
+        po = self.postoffice
+        rt = po.resolve_send_routing_type(address, routing_type)
+        message = self._codec().new_message(address, "", properties, False, rt, po.clock.now_ms())
+        try:
+            return explain(po, self.broker.virtual_topics, message, address, rt)
+        except core_errors.HermodError as e:
+            raise BadRequest(str(e)) from None
+
+    # -- metrics ---------------------------------------------------------------------------------------
+    def metrics_text(self) -> str:
+        from .metrics import render
+        return render(self.broker, self.connections.figures())
+
+    def _codec(self) -> MessageCodec:
+        if self.codec is None:
+            raise ManagementError("no message codec registered")
+        return self.codec

@@ -1,18 +1,50 @@
 """The management endpoint over AMQP request/response: a request sent to `hermod.management`
 with application property `operation` gets a reply on its `reply_to` address, correlated by the
-request's message id, with the result as an amqp-value body and `status` 200 (or 400 and an
-`error` text). Cold path: proton.Message is fine here."""
+request's message id, with `status` (200, or the management error's 400/404/409 and an `error`
+text).
+
+Arguments are the request's other application properties; values AMQP properties cannot carry
+(the `properties` object of `explain` and `message.send`) may be JSON text, and a request body
+that is a JSON object supplies arguments too. The statistics operations (`queue.stat`,
+`address.stat`, `store.stat`) answer an amqp-value as they always did; the others answer a JSON
+string. Cold path: proton.Message is fine here."""
 from __future__ import annotations
 
+import json
 import logging
 import time
 
 from proton import Message as ProtonMessage
 
 from ..core.message import ANYCAST, Message
+from ..management import Deferred, ManagementError
 from . import codec
 
 log = logging.getLogger("hermod.management")
+
+JSON_TEXT_ARGUMENTS = ("properties", "routing_types")
+
+
+def request_arguments(request: ProtonMessage) -> dict:
+    args = {}
+    body = request.body
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            args.update(parsed)
+    for key, value in (request.properties or {}).items():
+        if key == "operation":
+            continue
+        if key in JSON_TEXT_ARGUMENTS and isinstance(value, str) and value[:1] in "{[":
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        args[str(key)] = value
+    return args
 
 
 class ManagementEndpoint:
@@ -23,15 +55,27 @@ class ManagementEndpoint:
         request = ProtonMessage()
         request.decode(message.encoded)
         reply_to = request.reply_to
-        operation = (request.properties or {}).get("operation")
+        operation = str((request.properties or {}).get("operation"))
+        correlation = request.id or request.correlation_id
+        legacy = operation in self.broker.management.operations()
         try:
-            body, status, error = self.broker.management.call(str(operation), reply_to), 200, None
+            result = self.broker.management.call(operation, reply_to, request_arguments(request))
         except KeyError as e:
-            body, status, error = None, 400, str(e.args[0])
-        if not reply_to:
-            log.info("management request %s without reply_to ignored", operation)
+            return self._reply(reply_to, correlation, None, 400, str(e.args[0]))
+        except ManagementError as e:
+            return self._reply(reply_to, correlation, None, e.status, str(e))
+        if isinstance(result, Deferred):
+            result.then(lambda value, error: self._reply(
+                reply_to, correlation, None if error else json.dumps(value),
+                500 if error else 200, f"store failed: {error}" if error else None))
             return
-        response = ProtonMessage(body=body, correlation_id=request.id or request.correlation_id,
+        self._reply(reply_to, correlation, result if legacy else json.dumps(result), 200, None)
+
+    def _reply(self, reply_to, correlation, body, status: int, error: str | None) -> None:
+        if not reply_to:
+            log.info("management request without reply_to ignored (status %s)", status)
+            return
+        response = ProtonMessage(body=body, correlation_id=correlation,
                                  properties={"status": status, **({"error": error} if error else {})})
         response.address = reply_to
         encoded = bytes(response.encode())

@@ -13,6 +13,7 @@ import signal
 import sys
 
 from .connection import Connection
+from .connections_view import ConnectionsView
 from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
@@ -27,6 +28,7 @@ class Server:
         self.loop = loop
         self.connections: set[Connection] = set()
         self.management = ManagementEndpoint(broker)
+        broker.management.connections = ConnectionsView(self)  # the connection list's port
         self.draining: set = set()  # consumer links that asked to drain their credit
         self._marked: dict[Connection, None] = {}
         self._flush_scheduled = False

@@ -1,6 +1,7 @@
 """Small blocking AMQP clients for the command line (cold path: Proton's own client API)."""
 from __future__ import annotations
 
+import json
 import uuid
 
 from proton import Data, Message, symbol
@@ -22,6 +23,14 @@ class Capabilities(LinkOption):
         for c in self.caps:
             terminus.capabilities.put_symbol(c)
         terminus.capabilities.exit()
+
+
+class ManagementCallError(Exception):
+    """The broker answered a management request with an error status."""
+
+    def __init__(self, status, message: str):
+        super().__init__(message)
+        self.status = status
 
 
 def _connect(url: str, container_id: str | None = None, timeout: float | None = 30) -> BlockingConnection:
@@ -74,19 +83,27 @@ def consume(url: str, address: str, count: int, selector: str | None = None, top
         conn.close()
 
 
-def management_call(url: str, operation: str, timeout: float = 10):
+def management_call(url: str, operation: str, timeout: float = 10, args: dict | None = None):
+    """Call `operation` on the broker's `hermod.management` endpoint. `args` go as application
+    properties (dicts and lists as JSON text); a JSON string answer is decoded."""
     conn = _connect(url, timeout=timeout)
     try:
         receiver = conn.create_receiver(None, dynamic=True)
         reply_to = receiver.link.remote_source.address
         sender = conn.create_sender("hermod.management")
         request_id = str(uuid.uuid4())
-        sender.send(Message(id=request_id, reply_to=reply_to, properties={"operation": operation}))
+        properties = {"operation": operation}
+        for key, value in (args or {}).items():
+            if value is not None:
+                properties[key] = json.dumps(value) if isinstance(value, (dict, list)) else value
+        sender.send(Message(id=request_id, reply_to=reply_to, properties=properties))
         reply = receiver.receive(timeout=timeout)
         receiver.accept()
         props = reply.properties or {}
         if props.get("status") != 200:
-            raise ConnectionError(f"management {operation} failed: {props.get('error')}")
+            raise ManagementCallError(props.get("status"), f"{operation}: {props.get('error')}")
+        if args is not None and isinstance(reply.body, str):
+            return json.loads(reply.body)
         return reply.body
     finally:
         conn.close()

@@ -102,7 +102,10 @@ def test_port_in_use_is_one_clear_line(tmp_path):
 def test_readiness_line_reports_the_real_port(tmp_path):
     b = BrokerProcess(["--port", "0", "--store", "memory"], tmp_path).start()
     try:
-        assert b.stdout_lines[0].startswith("hermod listening on amqp://127.0.0.1:")
+        # the HTTP listener (port 0 too, as the AMQP port is 0) prints its line first
+        assert b.stdout_lines[0].startswith("hermod http on http://127.0.0.1:")
+        assert not b.stdout_lines[0].strip().endswith(":0")
+        assert b.stdout_lines[1].startswith("hermod listening on amqp://127.0.0.1:")
         assert not b.url.endswith(":0")
     finally:
         assert b.stop() == 0

@@ -1,0 +1,173 @@
+"""The JSON API's routes (the contract's table) onto `broker.management`, plus `/health` and
+`/metrics`. Authorization is one hook, `allowed()`: with no users in `[security]` everything is
+allowed; otherwise `broker.authorize_http(user, password, permission)` decides (the security
+module provides it), with `browse` for reads and `manage` for the rest."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from urllib.parse import unquote
+
+from ..management import READ_OPERATIONS, Deferred, ManagementError
+from ..management.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from .server import Request, Response
+
+METHODS = ("GET", "POST", "DELETE", "HEAD")
+
+
+def basic_credentials(request: Request) -> tuple[str | None, str | None]:
+    header = request.headers.get("authorization", "")
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic" or not encoded:
+        return None, None
+    try:
+        user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None, None
+    return (user, password) if sep else (None, None)
+
+
+def allowed(broker, user: str | None, password: str | None, permission: str) -> bool:
+    """The security hook: allowed when [security] has no users, else whatever the broker's
+    `authorize_http` says (allowed when the broker has no such hook yet)."""
+    if not broker.config.security.get("users"):
+        return True
+    authorize = getattr(broker, "authorize_http", None)
+    if authorize is None:
+        return True
+    return bool(authorize(user, password, permission))
+
+
+class Api:
+    def __init__(self, broker):
+        self.broker = broker
+        self.management = broker.management
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method not in METHODS:
+            return Response.error(405, f"method {request.method} not allowed")
+        path = request.path
+        if path == "/health":
+            return Response.json(200, {"status": "ok"})
+        if path == "/metrics" or path.startswith("/api/") or path == "/api":
+            try:
+                route = self._route(request)
+            except ManagementError as e:
+                return Response.error(e.status, str(e))
+            if route is None:
+                return Response.error(404, f"no such resource: {path}")
+            operation, args, created = route
+            user, password = basic_credentials(request)
+            permission = "browse" if operation in READ_OPERATIONS or operation == "metrics" else "manage"
+            try:
+                if not allowed(self.broker, user, password, permission):
+                    if user is None:
+                        return Response(401, b'{"error": "credentials required"}',
+                                        headers={"WWW-Authenticate": 'Basic realm="hermod"'})
+                    return Response.error(403, f"{user} may not {permission}")
+            except ManagementError as e:
+                return Response.error(e.status, str(e))
+            if operation == "metrics":
+                return Response(200, self.management.metrics_text().encode(), METRICS_CONTENT_TYPE)
+            return await self._call(operation, args, created)
+        return Response.error(404, f"no such resource: {path}")
+
+    async def _call(self, operation: str, args: dict, created: bool) -> Response:
+        try:
+            result = self.management.call(operation, None, args)
+            if isinstance(result, Deferred):
+                result = await _wait(result)
+        except ManagementError as e:
+            return Response.error(e.status, str(e))
+        if result is None:
+            return Response.json(204, None)
+        return Response.json(201 if created else 200, result)
+
+    def _route(self, request: Request) -> tuple[str, dict, bool] | None:
+        """(operation, arguments, answers 201) for the request, or None: no such route."""
+        method = "GET" if request.method == "HEAD" else request.method
+        if request.path == "/metrics":
+            return ("metrics", {}, False) if method == "GET" else None
+        segments = [unquote(s) for s in request.path.split("/")[2:]]
+        if segments and segments[-1] == "":
+            segments.pop()
+        body = _json_body(request) if method == "POST" else {}
+        q = request.query
+        match segments:
+            case ["addresses"]:
+                if method == "GET":
+                    return "address.list", {}, False
+                if method == "POST":
+                    return "address.create", body, True
+            case ["addresses", name] if method == "DELETE":
+                return "address.delete", {"name": name}, False
+            case ["addresses", name, "messages"] if method == "POST":
+                return "message.send", {**body, "address": name}, False
+            case ["queues"]:
+                if method == "GET":
+                    return "queue.list", {}, False
+                if method == "POST":
+                    return "queue.create", body, True
+            case ["queues", name]:
+                if method == "GET":
+                    return "queue.get", {"name": name}, False
+                if method == "DELETE":
+                    return "queue.delete", {"name": name}, False
+            case ["queues", name, "messages"] if method == "GET":
+                return "queue.browse", {"name": name, "limit": _int(q.get("limit"), "limit"),
+                                        "filter": q.get("filter")}, False
+            case ["queues", name, ("purge" | "move" | "retry") as action] if method == "POST":
+                return f"queue.{action}", {**body, "name": name}, False
+            case ["connections"] if method == "GET":
+                return "connection.list", {}, False
+            case ["connections", connection_id] if method == "DELETE":
+                return "connection.close", {"id": connection_id}, False
+            case ["explain"] if method == "GET":
+                properties = q.get("properties")
+                try:
+                    properties = json.loads(properties) if properties else {}
+                except ValueError:
+                    raise _BadRequest("properties is not JSON") from None
+                return "explain", {"address": q.get("address"), "routing_type": q.get("routing_type") or None,
+                                   "properties": properties}, False
+        return None
+
+
+class _BadRequest(ManagementError):
+    status = 400
+
+
+def _json_body(request: Request) -> dict:
+    if not request.body.strip():
+        return {}
+    try:
+        value = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        raise _BadRequest("the request body is not JSON") from None
+    if not isinstance(value, dict):
+        raise _BadRequest("the request body must be a JSON object")
+    return value
+
+
+def _int(text: str | None, name: str) -> int | None:
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise _BadRequest(f"{name} must be an integer") from None
+
+
+async def _wait(deferred: Deferred):
+    future = asyncio.get_running_loop().create_future()
+
+    def done(value, error):
+        if not future.done():
+            if error is not None:
+                future.set_exception(error if isinstance(error, BaseException) else RuntimeError(str(error)))
+            else:
+                future.set_result(value)
+    deferred.then(done)
+    return await future

@@ -1,0 +1,208 @@
+"""A small HTTP/1.1 server on asyncio streams, bounded against hostile clients.
+
+Why not a library: h11 and aiohttp are not installed, the API is a dozen JSON routes, and the
+limits that matter here (a head that must arrive whole within a deadline, a body size cap,
+a connection cap) are a few lines on asyncio's StreamReader. Requests on one connection are
+served one after another (keep-alive; no pipelining beyond reading the next request after
+answering). Bodies need Content-Length (no chunked uploads).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+from urllib.parse import parse_qs, urlsplit
+
+log = logging.getLogger("hermod.http")
+
+MAX_HEAD = 16 * 1024  # request line + headers
+MAX_HEADERS = 100
+MAX_BODY = 1024 * 1024
+# The whole head must arrive within this (slowloris); tests shorten it through the environment.
+HEAD_TIMEOUT_S = float(os.environ.get("HERMOD_HTTP_HEAD_TIMEOUT_S", "10"))
+BODY_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 30.0  # a keep-alive connection waiting for its next request
+MAX_CONNECTIONS = 256
+MAX_REQUESTS_PER_CONNECTION = 1000
+
+REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
+           403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
+           409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 414: "URI Too Long",
+           431: "Request Header Fields Too Large", 500: "Internal Server Error",
+           501: "Not Implemented", 503: "Service Unavailable"}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def json(cls, status: int, value) -> Response:
+        return cls(status, b"" if status == 204 else json.dumps(value).encode())
+
+    @classmethod
+    def error(cls, status: int, message: str) -> Response:
+        return cls.json(status, {"error": message})
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class HttpServer:
+    def __init__(self, handler: Handler):
+        self.handler = handler
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD,
+                                                  reuse_address=True, ssl=ssl)
+        sock = self._server.sockets[0].getsockname()
+        return sock[0], sock[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if len(self._tasks) >= MAX_CONNECTIONS:
+            await _write(writer, Response.error(503, "too many HTTP connections"), close=True)
+            writer.close()
+            return
+        self._tasks.add(task)
+        try:
+            for served in range(MAX_REQUESTS_PER_CONNECTION):
+                try:
+                    request = await read_request(reader, first=served == 0)
+                except HttpError as e:
+                    await _write(writer, Response.error(e.status, str(e)), close=True)
+                    await _linger(reader, writer)
+                    break
+                if request is None:
+                    break
+                keep = request.headers.get("connection", "").lower() != "close"
+                try:
+                    response = await self.handler(request)
+                except Exception:  # noqa: BLE001 - one request's bug must not take the listener down
+                    log.exception("HTTP %s %s failed", request.method, request.path)
+                    response = Response.error(500, "internal error")
+                await _write(writer, response, close=not keep, head_only=request.method == "HEAD")
+                if not keep:
+                    break
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+
+async def read_request(reader: asyncio.StreamReader, first: bool) -> Request | None:
+    """The next request, or None when the client closed (or idled out) between requests."""
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
+                                      HEAD_TIMEOUT_S if first else IDLE_TIMEOUT_S)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial.strip():
+            return None
+        raise HttpError(400, "incomplete request") from None
+    except asyncio.LimitOverrunError:
+        raise HttpError(431, f"request head over {MAX_HEAD} bytes") from None
+    except asyncio.TimeoutError:
+        if first:
+            raise HttpError(408, "request head not received in time") from None
+        return None
+    except ValueError:  # the StreamReader's limit hit with no separator in the buffer
+        raise HttpError(431, f"request head over {MAX_HEAD} bytes") from None
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+        raise HttpError(400, "bad request head") from None
+    lines = text[:-4].split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise HttpError(400, "bad request line")
+    method, target, _version = parts
+    if len(lines) - 1 > MAX_HEADERS:
+        raise HttpError(431, f"more than {MAX_HEADERS} headers")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            raise HttpError(400, "bad header line")
+        headers[name.lower()] = value.strip()
+    if "transfer-encoding" in headers:
+        raise HttpError(501, "chunked request bodies are not supported; send Content-Length")
+    body = b""
+    length_text = headers.get("content-length")
+    if length_text is not None:
+        if not length_text.isdigit():
+            raise HttpError(400, "bad Content-Length")
+        length = int(length_text)
+        if length > MAX_BODY:
+            raise HttpError(413, f"request body over {MAX_BODY} bytes")
+        try:
+            body = await asyncio.wait_for(reader.readexactly(length), BODY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise HttpError(408, "request body not received in time") from None
+        except asyncio.IncompleteReadError:
+            raise HttpError(400, "request body shorter than Content-Length") from None
+    url = urlsplit(target)
+    query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+    return Request(method.upper(), url.path, query, headers, body)
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """After an error answer, read (and drop) what the client is still sending for a moment, so
+    that closing does not reset the connection before it reads the answer. Bounded in bytes and
+    time."""
+    try:
+        writer.write_eof()
+        left = 4 * MAX_BODY
+        async with asyncio.timeout(2.0):
+            while left > 0:
+                chunk = await reader.read(65536)
+                if not chunk:
+                    return
+                left -= len(chunk)
+    except (OSError, TimeoutError, asyncio.TimeoutError, RuntimeError):
+        return
+
+
+async def _write(writer: asyncio.StreamWriter, response: Response, close: bool, head_only: bool = False) -> None:
+    head = [f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Unknown')}"]
+    if response.status != 204:
+        head.append(f"Content-Type: {response.content_type}")
+        head.append(f"Content-Length: {len(response.body)}")
+    head.extend(f"{k}: {v}" for k, v in response.headers.items())
+    if close:
+        head.append("Connection: close")
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    if response.body and not head_only and response.status != 204:
+        writer.write(response.body)
+    await writer.drain()

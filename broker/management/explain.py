@@ -1,0 +1,94 @@
+"""`explain`: how a message sent to an address would route, without sending it or changing
+anything (no address is created, no round-robin turn advances). The walk follows the post
+office's rules (forwarding.route_through): exclusive diverts/composites first, then the
+non-exclusive ones, then the address's own queues and their filters; each forward is walked
+again at its target address."""
+from __future__ import annotations
+
+from ..core.forwarding import MAX_FORWARD_HOPS
+from ..core.message import ANYCAST, MULTICAST, Message
+from ..core.virtual_topics import is_virtual
+
+
+def explain(po, virtual_topics, message: Message, address: str, routing_type: str | None) -> dict:
+    steps: list[dict] = []
+    queues: list[str] = []
+    created = address not in po.addresses
+    _walk(po, virtual_topics, message, address, routing_type, 0, steps, queues)
+    return {"address": address, "routing_type": routing_type, "created": created,
+            "steps": steps, "queues": list(dict.fromkeys(queues))}
+
+
+def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
+          queues: list) -> None:
+    step = {"kind": "address", "name": name, "routing_type": rt}
+    steps.append(step)
+    address = po.addresses.get(name)
+    settings = po.settings_for(name)
+    if address is None:
+        if not settings.auto_create_addresses:
+            step.update(passed=False, detail="does not exist and auto-create is off: refused")
+            return
+        step.update(passed=True, detail=f"auto-created ({rt or settings.default_routing_type})")
+        if (rt or settings.default_routing_type) == ANYCAST and settings.auto_create_queues:
+            steps.append({"kind": "queue", "name": name, "passed": True, "detail": "auto-created"})
+            queues.append(name)
+        return
+    step["passed"] = True
+    if is_virtual(virtual_topics, name):
+        steps.append({"kind": "virtual-topic", "name": name, "passed": True,
+                      "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % name})
+    if hops >= MAX_FORWARD_HOPS:
+        steps.append({"kind": "cycle", "name": name, "passed": False,
+                      "detail": "forwarded too often: goes to the dead-letter address"})
+        return
+    keep = True
+    for exclusive in (True, False):
+        if exclusive is False and not keep:
+            break
+        for f in address.forwarders:
+            if f.exclusive is not exclusive:
+                continue
+            applies = f.applies(message, rt)
+            entries = f.matching_entries(message) if applies else []
+            steps.append({"kind": f.kind, "name": f.name, "exclusive": f.exclusive,
+                          "passed": bool(entries),
+                          "to": [e.address for e in entries]})
+            for e in entries:
+                _walk(po, virtual_topics, message, e.address, e.copy_routing_type(message), hops + 1,
+                      steps, queues)
+            if exclusive and not f.keeps_original(bool(entries)):
+                keep = False
+    if not keep:
+        steps.append({"kind": "original", "name": name, "passed": False,
+                      "detail": "an exclusive forward took it: the address's queues do not"})
+        return
+    if rt == ANYCAST and not address.anycast:
+        if settings.auto_create_queues:
+            steps.append({"kind": "queue", "name": name, "passed": True, "detail": "auto-created"})
+            queues.append(name)
+        return
+    if rt != MULTICAST:
+        chosen = None
+        n = len(address.anycast)
+        for i in range(n):  # the queue the next send would pick; the turn is not advanced
+            q = address.anycast[(address._turn + i) % n]
+            passed = q.filter is None or bool(q.filter(message))
+            _queue_step(steps, q, passed and chosen is None)
+            if passed and chosen is None:
+                chosen = q
+        if chosen is not None:
+            queues.append(chosen.name)
+    if rt != ANYCAST:
+        for q in address.multicast:
+            passed = q.filter is None or bool(q.filter(message))
+            _queue_step(steps, q, passed)
+            if passed:
+                queues.append(q.name)
+
+
+def _queue_step(steps: list, q, passed: bool) -> None:
+    step = {"kind": "queue", "name": q.name, "routing_type": q.routing_type, "passed": passed}
+    if q.filter_text:
+        step["filter"] = q.filter_text
+    steps.append(step)

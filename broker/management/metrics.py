@@ -1,0 +1,175 @@
+"""`/metrics`: the broker's figures in the Prometheus text format (version 0.0.4).
+
+Names follow RabbitMQ's `rabbitmq_prometheus` (per-object labels `vhost="/"` and `queue`; the
+RabbitMQ-Overview Grafana dashboard joins every panel on `rabbitmq_identity_info`) and Artemis's
+Micrometer gauges (`artemis_*` with `broker`, `address`, `queue`), where Hermod has the concept,
+plus `hermod_*` for the rest. Pure: the figures come from the core's public state and the
+connection port; the caller serves the text.
+
+Global counters are sums over the queues that exist now (a deleted queue takes its counts with
+it; Prometheus's rate() reads such a drop as a counter reset). One scrape is one pass over the
+queues, built as a list of lines: 10,000 queues cost tens of milliseconds (benchmarks/).
+"""
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+from .. import __version__
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_STARTED = time.time()
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _open_fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def render(broker, connection_figures: dict) -> str:
+    po = broker.postoffice
+    node = broker.container_id
+    out: list[str] = []
+    add = out.append
+
+    def family(name: str, kind: str, help_text: str) -> None:
+        add(f"# HELP {name} {help_text}")
+        add(f"# TYPE {name} {kind}")
+
+    queues = sorted(po.queues.values(), key=lambda q: q.name)
+    rows = []
+    total_added = total_acked = total_delivering = total_consumers = total_messages = 0
+    for q in queues:
+        count = q.message_count
+        consumers = len(q.consumers)
+        name = _label(q.name)
+        rows.append((f'{{vhost="/",queue="{name}"}} ', f'{{broker="hermod",address="{_label(q.address.name)}",'
+                     f'queue="{name}"}} ', count, q.delivering, consumers, q.added,
+                     q.acked, q.expired, len(q.scheduled), q.durable))
+        total_added += q.added
+        total_acked += q.acked
+        total_delivering += q.delivering
+        total_consumers += consumers
+        total_messages += count
+
+    family("rabbitmq_identity_info", "gauge", "RabbitMQ node and cluster identity (Hermod: the broker)")
+    add(f'rabbitmq_identity_info{{rabbitmq_node="{_label(node)}",rabbitmq_cluster="hermod",'
+        f'rabbitmq_endpoint="amqp"}} 1')
+    family("rabbitmq_build_info", "untyped", "Hermod version")
+    add(f'rabbitmq_build_info{{rabbitmq_version="{__version__}",product="hermod",'
+        f'product_version="{__version__}"}} 1')
+    conns = connection_figures.get("connections", 0)
+    limit = _memory_limit(broker)
+    delivered = total_acked + total_delivering
+    proto = '{protocol="amqp10"}'
+    for name, kind, help_text, value in (
+            ("rabbitmq_connections", "gauge", "Connections currently open", conns),
+            ("rabbitmq_channels", "gauge", "AMQP 1.0 sessions currently open", connection_figures.get("sessions", 0)),
+            ("rabbitmq_queues", "gauge", "Queues available", len(queues)),
+            ("rabbitmq_global_consumers", "gauge", "Consumers currently connected", total_consumers),
+            ("rabbitmq_global_publishers", "gauge", "Publishers (sending links) currently connected",
+             connection_figures.get("publishers", 0)),
+            ("rabbitmq_global_messages_received_total" + proto, "counter",
+             "Messages routed to queues (by the queues that exist now)", total_added),
+            ("rabbitmq_global_messages_routed_total" + proto, "counter", "Messages routed to queues", total_added),
+            ("rabbitmq_global_messages_delivered_total" + proto, "counter",
+             "Messages delivered to consumers (acknowledged or out)", delivered),
+            ("rabbitmq_global_messages_delivered_consume_manual_ack_total" + proto, "counter",
+             "Messages delivered to consumers", delivered),
+            ("rabbitmq_global_messages_acknowledged_total" + proto, "counter",
+             "Messages acknowledged by consumers", total_acked),
+            ("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes", _resident_bytes()),
+            ("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit (max_memory_mb)", limit or None),
+            ("rabbitmq_process_open_fds", "gauge", "Open file descriptors", _open_fds()),
+            ("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit",
+             resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+            ("rabbitmq_erlang_uptime_seconds", "gauge", "Seconds the broker has been running",
+             round(time.time() - _STARTED, 3))):
+        if value is not None:
+            family(name.partition("{")[0], kind, help_text)
+            add(f"{name} {value}")
+
+    _per_queue(family, add, rows, out)
+
+    family("artemis_connection_count", "gauge", "Connections currently open")
+    add(f'artemis_connection_count{{broker="hermod"}} {conns}')
+    family("hermod_connections", "gauge", "Connections currently open, per listener")
+    add(f'hermod_connections{{listener="{connection_figures.get("listener", "amqp")}"}} {conns}')
+    family("hermod_messages", "gauge", "Messages on all queues")
+    add(f"hermod_messages {total_messages}")
+    family("hermod_memory_used_bytes", "gauge", "Bytes of messages held in memory")
+    add(f"hermod_memory_used_bytes {po.memory_used}")
+    if limit:
+        family("hermod_memory_limit_bytes", "gauge", "Memory limit for messages")
+        add(f"hermod_memory_limit_bytes {limit}")
+    family("hermod_journal_depth", "gauge", "Sends handed to the store and not yet committed")
+    add(f"hermod_journal_depth {getattr(po, '_unconfirmed', 0)}")
+    _store(family, add, broker)
+    add("")
+    return "\n".join(out)
+
+
+def _per_queue(family, add, rows, out: list) -> None:
+    q_help = (
+        ("rabbitmq_queue_messages_ready", "gauge", "Messages ready to be delivered", lambda r: r[2] - r[3]),
+        ("rabbitmq_queue_messages_unacked", "gauge", "Messages delivered and not yet acknowledged", lambda r: r[3]),
+        ("rabbitmq_queue_messages", "gauge", "Messages ready and unacknowledged", lambda r: r[2]),
+        ("rabbitmq_queue_consumers", "gauge", "Consumers on the queue", lambda r: r[4]),
+    )
+    for name, kind, help_text, value in q_help:
+        family(name, kind, help_text)
+        out.extend([f"{name}{r[0]}{value(r)}" for r in rows])
+    a_help = (
+        ("artemis_message_count", "Messages on the queue", lambda r: r[2]),
+        ("artemis_durable_message_count", "Messages on a durable queue", lambda r: r[2] if r[9] else 0),
+        ("artemis_delivering_message_count", "Messages out with consumers", lambda r: r[3]),
+        ("artemis_scheduled_message_count", "Messages scheduled for later", lambda r: r[8]),
+        ("artemis_consumer_count", "Consumers on the queue", lambda r: r[4]),
+        ("artemis_messages_added", "Messages added to the queue", lambda r: r[5]),
+        ("artemis_messages_acknowledged", "Messages acknowledged", lambda r: r[6]),
+        ("artemis_messages_expired", "Messages expired", lambda r: r[7]),
+    )
+    for name, help_text, value in a_help:
+        family(name, "gauge", help_text)
+        out.extend([f"{name}{r[1]}{value(r)}" for r in rows])
+
+
+def _store(family, add, broker) -> None:
+    stats = getattr(broker.journal, "stats", None)
+    if stats is None:
+        return
+    s = stats()
+    family("hermod_store_commits_total", "counter", "Store transactions committed (group commits)")
+    add(f"hermod_store_commits_total {s.commits}")
+    family("hermod_store_units_total", "counter", "Units (sends, acks) committed")
+    add(f"hermod_store_units_total {s.units}")
+    family("hermod_store_operations_total", "counter", "Store operations committed")
+    add(f"hermod_store_operations_total {s.ops}")
+    family("hermod_store_commit_batch_units_max", "gauge", "Largest commit batch, in units")
+    add(f"hermod_store_commit_batch_units_max {s.max_units_per_commit}")
+    family("hermod_store_commit_seconds_total", "counter", "Time spent committing")
+    add(f"hermod_store_commit_seconds_total {s.commit_seconds_total:.6f}")
+    family("hermod_store_commit_seconds_max", "gauge", "Longest commit")
+    add(f"hermod_store_commit_seconds_max {s.commit_seconds_max:.6f}")
+    family("hermod_store_failed_units_total", "counter", "Units the store could not apply")
+    add(f"hermod_store_failed_units_total {s.failed_units}")
+
+
+def _memory_limit(broker) -> int:
+    mb = getattr(broker.config.server, "max_memory_mb", None)
+    return int(mb) * 1024 * 1024 if mb else 0
