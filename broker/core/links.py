@@ -31,6 +31,24 @@ class ProducerTarget:
     queue: str | None = None
     temporary: bool = False
     parts: list[ProducerTarget] | None = None  # a client-side composite: one copy to each part
+    held: object = None  # the Address whose auto-created resources this sender keeps
+
+
+def _hold(po: PostOffice, target: ProducerTarget) -> ProducerTarget:
+    address = po.addresses.get(target.address) if target.address is not None else None
+    if address is not None:
+        po.sender_attached(address)
+        target.held = address
+    return target
+
+
+def detach_producer(po: PostOffice, target: ProducerTarget) -> None:
+    """The sender's link is gone: what it kept (its address, auto-created queues) may go."""
+    for part in target.parts or ():
+        detach_producer(po, part)
+    address, target.held = target.held, None
+    if address is not None:
+        po.sender_detached(address)
 
 
 def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
@@ -49,11 +67,11 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
         address = po.addresses.get(req.address)
         if address is None or req.queue not in address.queues:
             raise QueueNotFound(f"target queue {req.address}::{req.queue} does not exist")
-        return ProducerTarget(req.address, req.routing_type, None, queue=req.queue)
+        return _hold(po, ProducerTarget(req.address, req.routing_type, None, queue=req.queue))
     rt = req.routing_type
     found = po.resolve_send_routing_type(req.address, rt)
     po.ensure_send_target(req.address, found)
-    return ProducerTarget(req.address, rt, found)
+    return _hold(po, ProducerTarget(req.address, rt, found))
 
 
 @dataclass(slots=True)
@@ -191,5 +209,5 @@ def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None
         po.delete_queue(queue.name)
 
 
-__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer",
+__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
            "attach_consumer", "detach_consumer", "attach_virtual_topic_consumer"]

@@ -87,6 +87,7 @@ class Queue:
         self._cursor = 0  # highest message id this queue has had in memory
         self._reading = False
         self.deleted = False
+        self.pending = 0  # refs posted through the journal, not yet on the queue (no auto-delete)
         self.ever_consumed = False
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []

@@ -77,12 +77,16 @@ class ProducerLink:
             req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
         elif remote.address and "," in remote.address:
             parts = []
-            for part in split_composite(remote.address):
-                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
-                parts.append(conn.broker.attach_producer(
-                    core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
-            req = None
             target = core_links.ProducerTarget(remote.address, None, None, parts=parts)
+            try:
+                for part in split_composite(remote.address):
+                    name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                    parts.append(conn.broker.attach_producer(
+                        core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
+            except Exception:
+                core_links.detach_producer(conn.broker.postoffice, target)  # the parts it held
+                raise
+            req = None
         elif remote.address is None or not remote.present:
             rt = parse_name("", remote.capabilities, (), ()).routing_type
             req = core_links.ProducerRequest(None, routing_type=rt)
@@ -203,6 +207,10 @@ class ProducerLink:
             return
         po = self.postoffice
         plan = po.route(message, address, rt, queue)
+        refused = po.unrouted(plan, address, rt, queue)
+        if refused is not None:  # its target went: never `accepted` and stored nowhere
+            self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
+            return
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
@@ -237,7 +245,12 @@ class ProducerLink:
         plan = []
         for part in self.target.parts:
             message = Message(data, envelope, part.address, part.routing_type, self.container_id, now)
-            plan.extend(po.route(message, part.address, part.routing_type, part.queue))
+            routed = po.route(message, part.address, part.routing_type, part.queue)
+            refused = po.unrouted(routed, part.address, part.routing_type, part.queue)
+            if refused is not None:
+                self._reject(d, presettled, None, conditions.NOT_FOUND, refused)
+                return
+            plan.extend(routed)
         if presettled:
             po.post(plan)
             lib.pn_delivery_settle(d)
@@ -275,6 +288,7 @@ class ProducerLink:
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
         self.postoffice.flow.forget(self)
+        core_links.detach_producer(self.postoffice, self.target)
         if self.temporary and self.target.address:
             po = self.postoffice
             if self.target.address in po.queues:
