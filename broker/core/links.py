@@ -198,14 +198,19 @@ def attach_virtual_topic_consumer(po: PostOffice, vt, topic: str, req: ConsumerR
     return _attach(queue, req, link, owner)
 
 
-def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None:
-    """Detach keeps a durable subscription; close of its last link deletes it (JMS unsubscribe).
-    Temporary and shared non-durable queues go with their last consumer."""
+def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = False,
+                    attempted: bool = False) -> None:
+    """The consumer's link is gone. A durable subscription ends only with `unsubscribe`: the
+    adapter says so when the subscription's own link (same link name and container id, durable
+    terminus) closed with closed=true; never for a reader by FQQN, a detach, a dropped
+    connection or a broker stop. Temporary queues and non-durable subscriptions go with their
+    last consumer. `attempted`: the consumer's connection failed, so what it had in flight
+    counts as a delivery attempt (Artemis)."""
     queue = consumer.queue
-    queue.remove_consumer(consumer)
+    queue.remove_consumer(consumer, attempted=attempted)
     if queue.deleted or queue.consumers:
         return
-    if queue.temporary or (queue.purpose == "subscription" and (closed or not queue.durable)):
+    if queue.temporary or (queue.purpose == "subscription" and (unsubscribe or not queue.durable)):
         po.delete_queue(queue.name)
 
 

@@ -260,9 +260,10 @@ class Queue:
         self.ever_consumed = True
         self._consumers_changed()
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: Consumer, attempted: bool = False) -> None:
         """The consumer's unsettled messages go back to the queue in their original order;
-        its message groups are free for the others."""
+        its message groups are free for the others. `attempted` (its connection failed): each
+        counts as a delivery attempt, as a `modified{delivery-failed}` does."""
         try:
             self.consumers.remove(consumer)
         except ValueError:
@@ -275,8 +276,12 @@ class Queue:
         for ref in back:
             ref.consumer = None
             self.delivering -= 1
-            ref.delivery_count -= 1  # never seen by an application: not an attempt
-        self.restore(back)
+            if not attempted:
+                ref.delivery_count -= 1  # given back: not an attempt
+        if attempted:
+            self._attempts_failed(back)
+        else:
+            self.restore(back)
         self.postoffice.queue_idle_check(self)
 
     def _consumers_changed(self) -> None:
@@ -474,18 +479,26 @@ class Queue:
             ref.delivery_count -= 1
             self.restore([ref])
             return
-        settings = self.postoffice.settings_for(self.address.name)
-        if 0 < settings.max_delivery_attempts <= ref.delivery_count:
-            self.postoffice.dead_letter(ref, reason="max-delivery-attempts")
-            return
-        if ref.durable:
-            self.postoffice.journal.submit(
-                [ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
-        if settings.redelivery_delay_ms > 0:
-            self.scheduled.add(self.postoffice.clock.now_ms() + settings.redelivery_delay_ms, ref)
-            self._arm_timer()
-        else:
-            self.restore([ref])
+        self._attempts_failed([ref])
+
+    def _attempts_failed(self, refs: list[Ref]) -> None:
+        """Refs back from failed deliveries (counted): dead-lettered at max_delivery_attempts,
+        else their count stored and the redelivery delay applied."""
+        po = self.postoffice
+        settings = po.settings_for(self.address.name)
+        back: list[Ref] = []
+        for ref in refs:
+            if 0 < settings.max_delivery_attempts <= ref.delivery_count:
+                po.dead_letter(ref, reason="max-delivery-attempts")
+                continue
+            if ref.durable:
+                po.journal.submit([ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
+            if settings.redelivery_delay_ms > 0:
+                self.scheduled.add(po.clock.now_ms() + settings.redelivery_delay_ms, ref)
+                self._arm_timer()
+            else:
+                back.append(ref)
+        self.restore(back)
 
     def reject(self, ref: Ref, done: Done | None = None) -> None:
         """Rejected: straight to the dead-letter address, no retry (Artemis)."""

@@ -58,7 +58,7 @@ def test_auto_delete_waits_for_a_sender_and_for_units_being_stored():
     po = PostOffice(journal=journal)
     c, _sink = consume(po, "jobs", ANYCAST)
     outcome = durable_send(po, "jobs", "m")
-    links.detach_consumer(po, c, closed=True)
+    links.detach_consumer(po, c)
     assert "jobs" in po.queues  # a message is on its way to it
     journal.complete_all()
     assert outcome == [None] and po.queues["jobs"].message_count == 1

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import uuid
 
-from proton import Delivery, Message
+from proton import Delivery, Endpoint, Message
 
 from broker.tools.clients import management_call
 from hermod_testing import wait_for
@@ -83,4 +83,126 @@ def test_durable_send_racing_the_auto_delete_of_its_queue_is_not_lost(start_brok
             assert receive_bodies(conn.create_receiver(name), 1) == [f"m{i}"]
         else:  # refused is fine; accepted and gone is not
             assert d.remote_state in (Delivery.REJECTED, Delivery.RELEASED)
+    conn.close()
+
+
+# -- defect 2: only the subscription's own link ends a durable subscription ------------------------
+def _subscribe(url: str, cid: str = "cid"):
+    conn = connect(url, container_id=cid)
+    sub = conn.create_receiver("news", name="sub", options=[topic(), DurableSubscription()])
+    sub.detach()
+    return conn
+
+
+def test_a_reader_by_fqqn_never_ends_the_durable_subscription(broker):
+    owner = _subscribe(broker.url)
+    send(owner, "topic://news", ["kept1", "kept2"])
+    reader = connect(broker.url)
+    r = reader.create_receiver("news::cid.sub", credit=1)
+    assert receive_bodies(r, 1) == ["kept1"]
+    r.close()  # closed=true, but not the subscription's link
+    sync(reader)
+    assert queues(broker.url)["cid.sub"]["messages"] == 1
+    r2 = reader.create_receiver("news::cid.sub", name="r2", credit=0)
+    r2.detach()  # detach without close
+    sync(reader)
+    r3 = reader.create_receiver("news::cid.sub", name="r3", credit=0)
+    session = r3.link.session
+    session.close()  # session end with a reader attached
+    reader.wait(lambda: session.state & Endpoint.REMOTE_CLOSED, msg="end")
+    reader.close()
+    reader2 = connect(broker.url)
+    reader2.create_receiver("news::cid.sub", name="r4", credit=0)
+    reader2.close()  # connection close with a reader attached
+    assert "cid.sub" in queues(broker.url)
+    again = owner.create_receiver("news", name="sub", options=[topic(), DurableSubscription()])
+    assert receive_bodies(again, 1) == ["kept2"]
+    again.close()  # the subscription's own link closing: unsubscribe
+    sync(owner)
+    assert "cid.sub" not in queues(broker.url)
+    owner.close()
+
+
+def test_a_killed_fqqn_reader_never_ends_the_durable_subscription(broker):
+    owner = _subscribe(broker.url)
+    send(owner, "topic://news", ["kept"])
+    script = ("import sys\nfrom proton.utils import BlockingConnection\n"
+              "c = BlockingConnection(sys.argv[1], timeout=10)\n"
+              "r = c.create_receiver('news::cid.sub', credit=0)\nprint('attached', flush=True)\n"
+              "sys.stdin.read()\n")
+    client = subprocess.Popen([sys.executable, "-c", script, broker.url], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert client.stdout.readline().strip() == "attached"
+    client.kill()
+    client.wait()
+    wait_for(lambda: queues(broker.url)["cid.sub"]["consumers"] == 0, message="reader gone")
+    assert queues(broker.url)["cid.sub"]["messages"] == 1
+    owner.close()
+
+
+def test_a_graceful_stop_keeps_durable_subscriptions_and_their_messages(start_broker, tmp_path):
+    store = f"sqlite:///{tmp_path / 'subs.db'}"
+    b = start_broker(store=store)
+    conn = connect(b.url, container_id="cid")
+    conn.create_receiver("news", name="sub", options=[topic(), DurableSubscription()]).detach()
+    conn.create_sender("topic://news").send(Message(body="kept", durable=True))
+    connect(b.url).create_receiver("news::cid.sub", credit=0)  # attached while the broker stops
+    assert b.stop() == 0
+    b2 = start_broker(store=store)
+    conn = connect(b2.url, container_id="cid")
+    again = conn.create_receiver("news", name="sub", options=[topic(), DurableSubscription()])
+    assert receive_bodies(again, 1) == ["kept"]
+    conn.close()
+
+
+# -- defect 13: a consumer that dies with a message in flight used a delivery attempt ---------------
+CRASHING_CONSUMER = ("import sys\nfrom proton.utils import BlockingConnection\n"
+                     "c = BlockingConnection(sys.argv[1], timeout=10)\n"
+                     "m = c.create_receiver(sys.argv[2], credit=1).receive()\n"
+                     "print(m.body, m.delivery_count, flush=True)\n"
+                     "sys.stdin.read()\n")
+
+
+def _take_and_crash(url: str, address: str) -> str:
+    """A client process that receives one message and is killed holding it (no close)."""
+    client = subprocess.Popen([sys.executable, "-c", CRASHING_CONSUMER, url, address],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = client.stdout.readline().strip()
+    client.kill()
+    client.wait()
+    return line
+
+
+def test_a_consumer_crashing_on_a_message_counts_attempts_until_the_dead_letter_address(start_broker):
+    b = start_broker(config="""
+[[address_settings]]
+match = "crash.#"
+max_delivery_attempts = 3
+dead_letter_address = "crash.dead"
+""")
+    conn = connect(b.url)
+    send(conn, "crash.q", ["poison"])
+    seen = [_take_and_crash(b.url, "crash.q") for _ in range(3)]
+    assert seen == ["poison 0", "poison 1", "poison 2"]
+    wait_for(lambda: queues(b.url).get("crash.dead", {}).get("messages") == 1, message="dead letter")
+    assert queues(b.url).get("crash.q", {}).get("messages", 0) == 0
+    dead = conn.create_receiver("crash.dead")
+    assert receive_bodies(dead, 1) == ["poison"]
+    conn.close()
+
+
+def test_clean_give_backs_do_not_count_attempts(broker):
+    """Released, a closed link, a closed connection: the count stays."""
+    conn = connect(broker.url)
+    send(conn, "clean.q", ["m"])
+    r = conn.create_receiver("clean.q", name="r1", credit=1)
+    r.receive(timeout=10)
+    r.release(delivered=False)
+    r.receive(timeout=10)
+    r.close()
+    other = connect(broker.url)
+    other.create_receiver("clean.q", credit=1).receive(timeout=10)
+    other.close()
+    again = conn.create_receiver("clean.q", name="r2", credit=1).receive(timeout=10)
+    assert (again.body, again.delivery_count) == ("m", 0)
     conn.close()
