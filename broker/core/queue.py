@@ -19,6 +19,7 @@ outcomes come back as `acknowledge`, `release`, `reject`.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from .postoffice import PostOffice
 
 Done = Callable[[BaseException | None], None]
+log = logging.getLogger("hermod.core")
 
 GROUP_CLOSE = (-1, 0xFFFFFFFF)
 PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
@@ -355,12 +357,18 @@ class Queue:
             if c is None:
                 return
             ref = backlog.popleft()
-            expiration = ref.message.expiration
-            if expiration:
-                now = now or self.postoffice.clock.now_ms()
-                if expiration <= now:
-                    self._expire(ref)
-                    continue
+            try:
+                expiration = ref.message.expiration
+                if expiration:
+                    now = now or self.postoffice.clock.now_ms()
+                    if expiration <= now:
+                        self._expire(ref)
+                        continue
+            except Exception:  # noqa: BLE001 - one message's fault: the general pass keeps it
+                log.exception("message %s on %s: dispatch check failed", ref.message.id, self.name)
+                backlog.restore([ref])
+                self._dispatch_general()
+                return
             if ref.refused_by is not None and c.id in ref.refused_by:
                 backlog.restore([ref])
                 self._dispatch_general()
@@ -373,19 +381,26 @@ class Queue:
         kept: list[Ref] = []
         now = self.postoffice.clock.now_ms()
         candidates = [self._owner] if self._owner is not None else [c for c in self.consumers if not c.browser]
-        while backlog and any(c.credit > 0 and not c.blocked for c in candidates):
-            ref = backlog.popleft()
-            expiration = ref.message.expiration
-            if expiration and expiration <= now:
-                self._expire(ref)
-                continue
-            c = self._choose(ref, candidates)
-            if c is None:
-                kept.append(ref)
-                continue
-            self._deliver(c, ref)
-        if kept:
-            backlog.restore(kept)
+        try:
+            while backlog and any(c.credit > 0 and not c.blocked for c in candidates):
+                ref = backlog.popleft()
+                try:
+                    expiration = ref.message.expiration
+                    if expiration and expiration <= now:
+                        self._expire(ref)
+                        continue
+                    c = self._choose(ref, candidates)
+                except Exception:  # noqa: BLE001 - one message's fault must not lose the others
+                    log.exception("message %s on %s: dispatch check failed; it stays queued",
+                                  ref.message.id, self.name)
+                    c = None
+                if c is None:
+                    kept.append(ref)
+                    continue
+                self._deliver(c, ref)
+        finally:  # whatever happened, what the pass skipped goes back
+            if kept:
+                backlog.restore(kept)
 
     def _choose(self, ref: Ref, candidates: list[Consumer]) -> Consumer | None:
         group = ref.message.group_id if self._groups_seen else None
@@ -517,10 +532,15 @@ class Queue:
 
     def expire_due(self, now: int) -> int:
         """The periodic expiry scan: move every waiting expired message out."""
-        expired = [r for r in self.waiting() if 0 < r.message.expiration <= now]
-        for ref in expired:
-            self._expire(ref)
-        return len(expired)
+        moved = 0
+        for ref in self.waiting():
+            try:
+                if 0 < ref.message.expiration <= now:
+                    self._expire(ref)
+                    moved += 1
+            except Exception:  # noqa: BLE001 - one message's fault must not stop the scan
+                log.exception("message %s on %s: expiry check failed", ref.message.id, self.name)
+        return moved
 
     def clear(self) -> None:
         if self._timer is not None:

@@ -84,3 +84,56 @@ def test_a_unit_committed_after_its_subscription_ended_is_a_drop_by_design():
     po.delete_queue("news.sub")
     journal.complete_all()
     assert outcome == [None]
+
+
+class Exploding:
+    """An envelope whose ttl raises when read (a bug anywhere: whatever one message does)."""
+
+    durable = False
+    priority = 4
+    annotations = None
+    properties_count = 0
+    app_properties_at = -1
+
+    @property
+    def ttl(self):
+        raise RuntimeError("boom")
+
+    def properties_of(self, encoded):
+        return {}
+
+    def application_properties_of(self, encoded):
+        return {}
+
+
+def _post(po, address, message):
+    po.post(po.route(message, address, ANYCAST))
+
+
+def test_a_dispatch_pass_loses_nothing_whatever_one_message_does():
+    po = PostOffice()
+    def selector(m):
+        if m.encoded == b"bad":
+            raise RuntimeError("selector bug")
+        return m.encoded.startswith(b"take")
+
+    c, sink = consume(po, "d", ANYCAST, credit=10, selector="k", selector_predicate=selector)
+    _post(po, "d", msg("skipped", "d", ANYCAST))
+    _post(po, "d", msg("bad", "d", ANYCAST))
+    _post(po, "d", msg("take me", "d", ANYCAST))
+    po.run_dispatch()
+    q = po.queues["d"]
+    assert [r.message.encoded for r in sink.got] == [b"take me"]
+    assert sorted(r.message.encoded for r in q.waiting()) == [b"bad", b"skipped"]
+    assert q.message_count == 3
+
+
+def test_the_expiry_scan_goes_on_after_a_failing_message():
+    from broker.core.message import Message
+    po = PostOffice()
+    po.create_queue("a", "a", ANYCAST)
+    po.create_queue("b", "b", ANYCAST)
+    _post(po, "a", Message(b"bad", Exploding(), "a", ANYCAST))
+    _post(po, "b", msg("old", "b", ANYCAST, ttl=1))
+    assert po.expire_scan() == 1
+    assert po.queues["b"].message_count == 0 and po.queues["a"].message_count == 1

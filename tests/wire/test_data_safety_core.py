@@ -206,3 +206,87 @@ def test_clean_give_backs_do_not_count_attempts(broker):
     again = conn.create_receiver("clean.q", name="r2", credit=1).receive(timeout=10)
     assert (again.body, again.delivery_count) == ("m", 0)
     conn.close()
+
+
+# -- defect 4: poison properties read as absent; a dispatch pass loses nothing ---------------------
+from proton.handlers import MessagingHandler  # noqa: E402
+
+from broker.protocol import codec  # noqa: E402
+
+
+class RawReceiver(MessagingHandler):
+    """A receiver handler that keeps each message's bytes as they came (Proton's own decode
+    would refuse the poison) and accepts it."""
+
+    def __init__(self):
+        super().__init__(prefetch=0, auto_accept=False)
+        self.got: list[bytes] = []
+
+    def on_delivery(self, event) -> None:
+        d = event.delivery
+        if d.readable and not d.partial:
+            self.got.append(event.link.recv(d.pending))
+            event.link.advance()
+            d.update(Delivery.ACCEPTED)
+            d.settle()
+
+
+def raw_message(*, header=None, properties=None, app=None, body="x") -> bytes:
+    out = b""
+    if header is not None:
+        out += codec.encode_section(codec.HEADER, header)
+    if properties is not None:
+        out += codec.encode_section(codec.PROPERTIES, properties)
+    if app is not None:
+        out += codec.encode_section(codec.APPLICATION_PROPERTIES, app)
+    return out + codec.encode_section(codec.AMQP_VALUE, body)
+
+
+def props(**fields) -> list:
+    values = [fields.get(name) for name in codec.PROPERTY_FIELDS]
+    while values and values[-1] is None:
+        values.pop()
+    return values
+
+
+POISON = {
+    "group-id a list": raw_message(properties=props(group_id=[1, 2]), app={"k": 2}, body="p1"),
+    "absolute-expiry-time a string": raw_message(properties=props(absolute_expiry_time="soon"),
+                                                 app={"k": 2}, body="p2"),
+    "creation-time NaN": raw_message(properties=props(creation_time=float("nan")), app={"k": 2}, body="p3"),
+    "group-sequence a string": raw_message(properties=props(group_id="g", group_sequence="1"),
+                                           app={"k": 2}, body="p4"),
+    "priority a string": raw_message(header=[True, "high"], app={"k": 2}, body="p5"),
+    "ttl negative": raw_message(header=[True, None, -5], app={"k": 2}, body="p6"),
+}
+
+
+def _send_raw(sender, data: bytes):
+    link = sender.link
+    d = link.delivery(str(uuid.uuid4()))
+    link.send(data)
+    link.advance()
+    return d
+
+
+def test_poison_properties_read_as_absent_and_pass_through_byte_for_byte(broker):
+    """A selective consumer skips the first message; the poison must not make that dispatch
+    pass drop it (and itself); a plain consumer then gets both, as sent."""
+    conn = connect(broker.url)
+    picky = conn.create_receiver("poison.q", name="picky", credit=10,
+                                 options=[__import__("wire_helpers").Selector("k = 1")])
+    sender = conn.create_sender("poison.q")
+    skipped = raw_message(app={"k": 2}, body="skipped")
+    outcomes = [_send_raw(sender, skipped)] + [_send_raw(sender, data) for data in POISON.values()]
+    outcomes.append(_send_raw(sender, raw_message(app={"k": 1}, body="wanted")))
+    conn.wait(lambda: all(d.remote_state for d in outcomes), msg="outcomes")
+    assert [d.remote_state for d in outcomes] == [Delivery.ACCEPTED] * len(outcomes)
+    assert picky.receive(timeout=10).body == "wanted"
+    picky.accept()
+    raw = RawReceiver()
+    plain = conn.create_receiver("poison.q", name="plain", handler=raw, credit=20)  # noqa: F841 - kept open
+    conn.wait(lambda: len(raw.got) >= 1 + len(POISON), msg="the rest")
+    assert sorted(raw.got) == sorted([skipped, *POISON.values()])
+    sync(conn)
+    assert queues(broker.url)["poison.q"]["messages"] == 0
+    conn.close()
