@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .errors import (IllegalState, InvalidField, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
+from .flow import BLOCK
 from .message import ANYCAST, MULTICAST
 from .postoffice import PostOffice
 from .queue import Consumer, Queue
@@ -40,6 +41,20 @@ def _hold(po: PostOffice, target: ProducerTarget) -> ProducerTarget:
         po.sender_attached(address)
         target.held = address
     return target
+
+
+def blocked_downstream(po: PostOffice, target: ProducerTarget) -> bool:
+    """Is a destination this sender's messages are copied to (a part of its composite target,
+    a divert or composite on its address) full under the `block` policy? Then the producer
+    gets no credit, as for its own address."""
+    if target.parts:
+        names = [p.address for p in target.parts]
+    else:
+        address = po.addresses.get(target.address) if target.address else None
+        if address is None or not address.forwarders:
+            return False
+        names = [e.address for f in address.forwarders for e in f.entries]
+    return any(po.flow.verdict(n) == BLOCK for n in names)
 
 
 def detach_producer(po: PostOffice, target: ProducerTarget) -> None:

@@ -16,7 +16,7 @@ from .address import Address
 from .errors import AddressNotFound, QueueNotFound
 from .duplicates import DuplicateIds
 from . import moves
-from .flow import FlowControl
+from .flow import DROP, FAIL, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -310,6 +310,28 @@ class PostOffice:
             return None if queue_name in address.queues else f"queue {address_name}::{queue_name} does not exist"
         if routing_type == ANYCAST and not address.anycast and not address.forwarders:
             return f"address {address_name} has no anycast queue"
+        return None
+
+    def admit(self, plan: Plan) -> str | None:
+        """Apply the address-full policy of every destination of a plan that reaches several
+        (composite parts, divert and composite copies), as a direct send does: `fail` refuses
+        the whole send (returns the full address; nothing is posted), `drop` removes that
+        destination's queues from the plan, `page` is left to `post`, `block` is the
+        producer's credit (`links.blocked_downstream`)."""
+        verdicts: dict[str, str | None] = {}
+        for i, (message, queues) in enumerate(plan):
+            kept = []
+            for q in queues:
+                name = q.address.name
+                if name not in verdicts:
+                    verdicts[name] = self.flow.verdict(name)
+                verdict = verdicts[name]
+                if verdict == FAIL:
+                    return name
+                if verdict != DROP:
+                    kept.append(q)
+            if len(kept) != len(queues):
+                plan[i] = (message, kept)
         return None
 
     def resolve_send_routing_type(self, name: str, rt: str | None) -> str | None:

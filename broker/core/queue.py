@@ -34,6 +34,7 @@ Done = Callable[[BaseException | None], None]
 log = logging.getLogger("hermod.core")
 
 GROUP_CLOSE = (-1, 0xFFFFFFFF)
+MAX_GROUPS = 10_000  # message groups remembered per queue (group -> consumer)
 PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
 
 
@@ -420,7 +421,12 @@ class Queue:
             return None
         self._turn = (turn + best_i + 1) % max(n, 1)
         if group is not None:
-            self.groups[group] = best
+            groups = self.groups
+            if len(groups) >= MAX_GROUPS:
+                # Bounded: the oldest assignment goes (its next message may pick another
+                # consumer; only with more than MAX_GROUPS groups at once).
+                del groups[next(iter(groups))]
+            groups[group] = best
         return best
 
     def _deliver(self, c: Consumer, ref: Ref) -> None:

@@ -144,7 +144,8 @@ class ProducerLink:
         if not self.active:
             return
         flow = self.postoffice.flow
-        if flow.may_grant_credit(self.target.address):
+        if flow.may_grant_credit(self.target.address) and not core_links.blocked_downstream(
+                self.postoffice, self.target):
             credit = lib.pn_link_credit(self.link)
             if credit < PRODUCER_CREDIT_LOW:
                 lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
@@ -211,6 +212,8 @@ class ProducerLink:
         if refused is not None:  # its target went: never `accepted` and stored nowhere
             self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
             return
+        if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
+            return
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
@@ -251,11 +254,22 @@ class ProducerLink:
                 self._reject(d, presettled, None, conditions.NOT_FOUND, refused)
                 return
             plan.extend(routed)
+        if self._refused_as_full(d, presettled, None, plan):
+            return
         if presettled:
             po.post(plan)
             lib.pn_delivery_settle(d)
         else:
             po.post(plan, self._completion(d))
+
+    def _refused_as_full(self, d, presettled: bool, txn, plan) -> bool:
+        """A destination of the plan is full under `fail`: the send is refused as a direct
+        send to it would be (`drop` destinations are taken out of the plan)."""
+        full = self.postoffice.admit(plan)
+        if full is None:
+            return False
+        self._reject(d, presettled, txn, conditions.RESOURCE_LIMIT_EXCEEDED, f"Address is full: {full}")
+        return True
 
     def _reject(self, d, presettled: bool, txn, condition: str, description: str) -> None:
         """Refuse a transfer; inside a transaction a dropped presettled one dooms it."""

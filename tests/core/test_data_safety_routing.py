@@ -137,3 +137,17 @@ def test_the_expiry_scan_goes_on_after_a_failing_message():
     _post(po, "b", msg("old", "b", ANYCAST, ttl=1))
     assert po.expire_scan() == 1
     assert po.queues["b"].message_count == 0 and po.queues["a"].message_count == 1
+
+
+def test_message_groups_remembered_per_queue_are_bounded():
+    from broker.core import queue as queue_module
+    po = PostOffice()
+    c, sink = consume(po, "g", ANYCAST, credit=10**6)
+    n = queue_module.MAX_GROUPS + 500
+    for i in range(n):
+        m = msg(f"m{i}", "g", ANYCAST, properties={"group_id": f"group-{i}"})
+        po.post(po.route(m, "g", ANYCAST))
+    po.run_dispatch()
+    q = po.queues["g"]
+    assert len(sink.got) == n and len(q.groups) == queue_module.MAX_GROUPS
+    assert q.groups.get(f"group-{n - 1}") is c  # the newest are kept

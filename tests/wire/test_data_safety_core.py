@@ -290,3 +290,102 @@ def test_poison_properties_read_as_absent_and_pass_through_byte_for_byte(broker)
     sync(conn)
     assert queues(broker.url)["poison.q"]["messages"] == 0
     conn.close()
+
+
+# -- defect 14: every destination of a composite or a divert applies its address-full policy ----------
+FULL_POLICIES = """
+[[address_settings]]
+match = "fail.#"
+max_size_bytes = 1000
+address_full_policy = "fail"
+
+[[address_settings]]
+match = "drop.#"
+max_size_bytes = 1000
+address_full_policy = "drop"
+
+[[address_settings]]
+match = "block.#"
+max_size_bytes = 1000
+address_full_policy = "block"
+
+[[divert]]
+name = "to-fail"
+address = "src.fail"
+forwarding_address = "fail.div"
+
+[[divert]]
+name = "to-drop"
+address = "src.drop"
+forwarding_address = "drop.div"
+"""
+
+
+def _fill(conn, address: str) -> None:
+    """One message over the address's limit: it is full from then on."""
+    conn.create_sender(address).send(Message(body=b"x" * 1500))
+
+
+def _messages(url: str, name: str) -> int:
+    return queues(url).get(name, {}).get("messages", 0)
+
+
+def test_a_full_fail_destination_refuses_the_whole_composite_or_diverted_send(start_broker):
+    b = start_broker(config=FULL_POLICIES)
+    conn = connect(b.url)
+    _fill(conn, "fail.b")
+    d = conn.create_sender("plain.a,fail.b").send(Message(body="both"), error_states=[])
+    assert d.remote_state == Delivery.REJECTED
+    assert d.remote.condition.name == "amqp:resource-limit-exceeded"
+    assert "fail.b" in d.remote.condition.description
+    conn.create_receiver("src.fail", name="keep").close()  # the source has its own queue
+    _fill(conn, "fail.div")
+    d = conn.create_sender("src.fail").send(Message(body="diverted"), error_states=[])
+    assert d.remote_state == Delivery.REJECTED
+    assert d.remote.condition.name == "amqp:resource-limit-exceeded"
+    sync(conn)
+    assert (_messages(b.url, "plain.a"), _messages(b.url, "fail.b"), _messages(b.url, "fail.div")) == (0, 1, 1)
+    conn.close()
+
+
+def test_a_full_drop_destination_drops_only_its_copy(start_broker):
+    b = start_broker(config=FULL_POLICIES)
+    conn = connect(b.url)
+    _fill(conn, "drop.b")
+    assert conn.create_sender("plain.c,drop.b").send(Message(body="c")).remote_state == Delivery.ACCEPTED
+    _fill(conn, "drop.div")
+    assert conn.create_sender("src.drop").send(Message(body="d")).remote_state == Delivery.ACCEPTED
+    sync(conn)
+    assert (_messages(b.url, "plain.c"), _messages(b.url, "drop.b"), _messages(b.url, "drop.div")) == (1, 1, 1)
+    conn.close()
+
+
+def test_a_full_block_part_of_a_composite_withholds_the_producers_credit(start_broker):
+    import threading
+    b = start_broker(config=FULL_POLICIES)
+    conn = connect(b.url)
+    _fill(conn, "block.b")
+    sender_conn = connect(b.url)
+    sender = sender_conn.create_sender("plain.e,block.b")
+    total = 1100
+    done = threading.Event()
+    errors = []
+
+    def produce():
+        try:
+            for i in range(total):
+                sender.send(Message(body=i), timeout=60)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        done.set()
+
+    t = threading.Thread(target=produce)
+    t.start()
+    wait_for(lambda: _messages(b.url, "plain.e") >= 1000, timeout=30)
+    assert not done.is_set() and _messages(b.url, "plain.e") < total  # out of credit
+    assert receive_bodies(conn.create_receiver("block.b", credit=200), total + 1, timeout=30)[0] == b"x" * 1500
+    assert done.wait(30) and not errors
+    t.join()
+    assert _messages(b.url, "plain.e") == total
+    sender_conn.close()
+    conn.close()
