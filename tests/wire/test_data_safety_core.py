@@ -12,8 +12,8 @@ from proton import Delivery, Endpoint, Message
 
 from broker.tools.clients import management_call
 from hermod_testing import wait_for
-from wire_helpers import (DurableSubscription, connect, nothing_more, receive_bodies, send, sync,
-                          topic)
+from wire_helpers import (DurableSubscription, Selector, connect, receive_bodies, send,
+                          send_in_background, sync, topic)
 
 
 def queues(url: str) -> dict[str, dict]:
@@ -274,7 +274,7 @@ def test_poison_properties_read_as_absent_and_pass_through_byte_for_byte(broker)
     pass drop it (and itself); a plain consumer then gets both, as sent."""
     conn = connect(broker.url)
     picky = conn.create_receiver("poison.q", name="picky", credit=10,
-                                 options=[__import__("wire_helpers").Selector("k = 1")])
+                                 options=[Selector("k = 1")])
     sender = conn.create_sender("poison.q")
     skipped = raw_message(app={"k": 2}, body="skipped")
     outcomes = [_send_raw(sender, skipped)] + [_send_raw(sender, data) for data in POISON.values()]
@@ -361,26 +361,13 @@ def test_a_full_drop_destination_drops_only_its_copy(start_broker):
 
 
 def test_a_full_block_part_of_a_composite_withholds_the_producers_credit(start_broker):
-    import threading
     b = start_broker(config=FULL_POLICIES)
     conn = connect(b.url)
     _fill(conn, "block.b")
     sender_conn = connect(b.url)
     sender = sender_conn.create_sender("plain.e,block.b")
     total = 1100
-    done = threading.Event()
-    errors = []
-
-    def produce():
-        try:
-            for i in range(total):
-                sender.send(Message(body=i), timeout=60)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-        done.set()
-
-    t = threading.Thread(target=produce)
-    t.start()
+    t, done, errors = send_in_background(sender, range(total))
     wait_for(lambda: _messages(b.url, "plain.e") >= 1000, timeout=30)
     assert not done.is_set() and _messages(b.url, "plain.e") < total  # out of credit
     assert receive_bodies(conn.create_receiver("block.b", credit=200), total + 1, timeout=30)[0] == b"x" * 1500
