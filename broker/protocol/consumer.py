@@ -36,7 +36,7 @@ class ConsumerLink:
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
-                 "active", "opened", "expiry_policy", "browser", "durable_subscription", "name",
+                 "active", "opened", "browser", "durable_subscription", "name",
                  "subscription")
 
     def __init__(self, conn: Connection, link):
@@ -51,7 +51,6 @@ class ConsumerLink:
         self._tag = ffi.new("uint64_t[1]")
         self._tag_ptr = ffi.cast("char *", self._tag)
         self._tag_n = 0
-        self.expiry_policy = "session-end"
         self.browser = False
         self.durable_subscription = False
         self.name = cproton.pn_link_name(link)
@@ -64,7 +63,6 @@ class ConsumerLink:
         broker = conn.broker
         remote = read_terminus(lib.pn_link_remote_source(link))
         handler = cls(conn, link)
-        handler.expiry_policy = remote.expiry_policy
         link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
         priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
         if not remote.present or (remote.address is None and not remote.dynamic):
