@@ -24,7 +24,7 @@ def split_fqqn(name: str) -> tuple[str, str | None]:
 
 class Address:
     __slots__ = ("name", "routing_types", "auto_created", "queues", "anycast", "multicast", "_turn",
-                 "temporary", "forwarders", "wildcard", "size", "limit", "pages", "retains")
+                 "temporary", "forwarders", "wildcard", "size", "limit", "pages", "retains", "senders")
 
     def __init__(self, name: str, routing_types: set[str] | frozenset[str], auto_created: bool = False,
                  temporary: bool = False):
@@ -41,6 +41,7 @@ class Address:
         self.limit = -1  # max_size_bytes from the settings (-1: none)
         self.pages = False  # address_full_policy is "page"
         self.retains = False  # retention_days > 0 (and a store to keep them in)
+        self.senders = 0  # producer links attached to it: its auto-created queues stay meanwhile
         self._turn = 0
 
     def bind(self, queue: Queue) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .errors import (IllegalState, InvalidField, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
+from .flow import BLOCK
 from .message import ANYCAST, MULTICAST
 from .postoffice import PostOffice
 from .queue import Consumer, Queue
@@ -31,6 +32,38 @@ class ProducerTarget:
     queue: str | None = None
     temporary: bool = False
     parts: list[ProducerTarget] | None = None  # a client-side composite: one copy to each part
+    held: object = None  # the Address whose auto-created resources this sender keeps
+
+
+def _hold(po: PostOffice, target: ProducerTarget) -> ProducerTarget:
+    address = po.addresses.get(target.address) if target.address is not None else None
+    if address is not None:
+        po.sender_attached(address)
+        target.held = address
+    return target
+
+
+def blocked_downstream(po: PostOffice, target: ProducerTarget) -> bool:
+    """Is a destination this sender's messages are copied to (a part of its composite target,
+    a divert or composite on its address) full under the `block` policy? Then the producer
+    gets no credit, as for its own address."""
+    if target.parts:
+        names = [p.address for p in target.parts]
+    else:
+        address = po.addresses.get(target.address) if target.address else None
+        if address is None or not address.forwarders:
+            return False
+        names = [e.address for f in address.forwarders for e in f.entries]
+    return any(po.flow.verdict(n) == BLOCK for n in names)
+
+
+def detach_producer(po: PostOffice, target: ProducerTarget) -> None:
+    """The sender's link is gone: what it kept (its address, auto-created queues) may go."""
+    for part in target.parts or ():
+        detach_producer(po, part)
+    address, target.held = target.held, None
+    if address is not None:
+        po.sender_detached(address)
 
 
 def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
@@ -49,11 +82,11 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
         address = po.addresses.get(req.address)
         if address is None or req.queue not in address.queues:
             raise QueueNotFound(f"target queue {req.address}::{req.queue} does not exist")
-        return ProducerTarget(req.address, req.routing_type, None, queue=req.queue)
+        return _hold(po, ProducerTarget(req.address, req.routing_type, None, queue=req.queue))
     rt = req.routing_type
     found = po.resolve_send_routing_type(req.address, rt)
     po.ensure_send_target(req.address, found)
-    return ProducerTarget(req.address, rt, found)
+    return _hold(po, ProducerTarget(req.address, rt, found))
 
 
 @dataclass(slots=True)
@@ -180,16 +213,21 @@ def attach_virtual_topic_consumer(po: PostOffice, vt, topic: str, req: ConsumerR
     return _attach(queue, req, link, owner)
 
 
-def detach_consumer(po: PostOffice, consumer: Consumer, *, closed: bool) -> None:
-    """Detach keeps a durable subscription; close of its last link deletes it (JMS unsubscribe).
-    Temporary and shared non-durable queues go with their last consumer."""
+def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = False,
+                    attempted: bool = False) -> None:
+    """The consumer's link is gone. A durable subscription ends only with `unsubscribe`: the
+    adapter says so when the subscription's own link (same link name and container id, durable
+    terminus) closed with closed=true; never for a reader by FQQN, a detach, a dropped
+    connection or a broker stop. Temporary queues and non-durable subscriptions go with their
+    last consumer. `attempted`: the consumer's connection failed, so what it had in flight
+    counts as a delivery attempt (Artemis)."""
     queue = consumer.queue
-    queue.remove_consumer(consumer)
+    queue.remove_consumer(consumer, attempted=attempted)
     if queue.deleted or queue.consumers:
         return
-    if queue.temporary or (queue.purpose == "subscription" and (closed or not queue.durable)):
+    if queue.temporary or (queue.purpose == "subscription" and (unsubscribe or not queue.durable)):
         po.delete_queue(queue.name)
 
 
-__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer",
+__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
            "attach_consumer", "detach_consumer", "attach_virtual_topic_consumer"]

@@ -8,6 +8,10 @@ and found the sections, and that decodes the rest on demand (duck-typed: `durabl
 """
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger("hermod.core")
+
 ANYCAST = "anycast"
 MULTICAST = "multicast"
 
@@ -50,16 +54,26 @@ class Message:
         return self.envelope.annotations or {}
 
     # -- properties, decoded on first use ----------------------------------------------------------
+    # A section that cannot be read (the envelope decodes and type-checks it: fields of the
+    # wrong AMQP type are left out) reads as empty, once; the message passes on as sent.
     @property
     def properties(self) -> dict:
         if self._properties is None:
-            self._properties = self.envelope.properties_of(self.encoded)
+            try:
+                self._properties = self.envelope.properties_of(self.encoded)
+            except Exception:  # noqa: BLE001 - unreadable reads as absent (contract)
+                log.exception("message %s: properties unreadable, read as absent", self.id)
+                self._properties = {}
         return self._properties
 
     @property
     def application_properties(self) -> dict:
         if self._application_properties is None:
-            self._application_properties = self.envelope.application_properties_of(self.encoded)
+            try:
+                self._application_properties = self.envelope.application_properties_of(self.encoded)
+            except Exception:  # noqa: BLE001 - as above
+                log.exception("message %s: application properties unreadable, read as absent", self.id)
+                self._application_properties = {}
         return self._application_properties
 
     @property

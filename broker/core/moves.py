@@ -36,15 +36,23 @@ def expire(po: PostOffice, ref: Ref) -> None:
 def expire_scan(po: PostOffice) -> int:
     """Move every expired waiting message out (the periodic scan)."""
     now = po.clock.now_ms()
-    return sum(q.expire_due(now) for q in list(po.queues.values()) if not q.deleted)
+    moved = 0
+    for q in list(po.queues.values()):
+        if q.deleted:
+            continue
+        try:
+            moved += q.expire_due(now)
+        except Exception:  # noqa: BLE001 - one queue's fault must not stop the scan of the rest
+            log.exception("expiry scan failed on queue %s", q.name)
+    return moved
 
 
 def _move(po: PostOffice, ref: Ref, target: str, extra: dict, what: str, done: Done | None,
           reason: str | None) -> None:
     queue = ref.queue
-    queue.take(ref)
     plan: Plan = []
-    moved = plan_copy(po, ref.message, queue.name, target, extra, plan)
+    moved = plan_copy(po, ref.message, queue.name, target, extra, plan)  # may fail: ref untouched
+    queue.take(ref)
     log.info("%s message %s from %s to %s", what, ref.message.id, queue.name, moved or "nowhere (dropped)")
     removed: list[ports.Operation] = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
     if reason is not None and po.journal.durable:

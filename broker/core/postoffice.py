@@ -16,7 +16,7 @@ from .address import Address
 from .errors import AddressNotFound, QueueNotFound
 from .duplicates import DuplicateIds
 from . import moves
-from .flow import FlowControl
+from .flow import DROP, FAIL, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -242,7 +242,7 @@ class PostOffice:
         if queue.durable and self.journal.durable:
             self.journal.submit([ports.DeleteQueue(name)], None)
         address = queue.address
-        if (not address.in_use and address.auto_created
+        if (not address.in_use and address.auto_created and not address.senders
                 and self.settings_for(address.name).auto_delete_addresses
                 and self.addresses.get(address.name) is address and not address.temporary):
             self.delete_address(address.name)
@@ -250,11 +250,25 @@ class PostOffice:
             self.addresses.pop(address.name, None)
 
     def queue_idle_check(self, queue: Queue) -> None:
-        """Auto-created queues go once they have neither consumers nor messages."""
-        if (queue.auto_created and not queue.consumers and queue.idle
-                and not queue.deleted and queue.ever_consumed
+        """Auto-created queues go once they have neither consumers nor messages, nor messages
+        on their way through the store, nor a sender attached to their address (Artemis keeps
+        an auto-created address and its queue while a producer is attached)."""
+        if (queue.auto_created and not queue.consumers and queue.idle and not queue.pending
+                and not queue.deleted and queue.ever_consumed and not queue.address.senders
                 and self.settings_for(queue.address.name).auto_delete_queues):
             self.delete_queue(queue.name)
+
+    # -- senders ---------------------------------------------------------------------------------
+    def sender_attached(self, address: Address) -> None:
+        address.senders += 1
+
+    def sender_detached(self, address: Address) -> None:
+        """The last sender gone, what it kept may be auto-deleted now."""
+        address.senders -= 1
+        if address.senders or self.addresses.get(address.name) is not address:
+            return
+        for queue in list(address.queues.values()):
+            self.queue_idle_check(queue)
 
     def find_queue(self, name: str) -> Queue:
         queue = self.queues.get(name)
@@ -280,6 +294,45 @@ class PostOffice:
         plan: Plan = []
         forwarding.route_through(self, message, address, routing_type, plan)
         return plan
+
+    def unrouted(self, plan: Plan, address_name: str, routing_type: str | None,
+                 queue_name: str | None = None) -> str | None:
+        """Why a send that reached no queue must be refused (its target is gone), or None when
+        the plan reached a queue or the routing rules drop it by design (a multicast address
+        with no subscription, filters that take nothing, forwarders that keep no original)."""
+        for _message, queues in plan:
+            if queues:
+                return None
+        address = self.addresses.get(address_name)
+        if address is None:
+            return f"address {address_name} does not exist"
+        if queue_name is not None:
+            return None if queue_name in address.queues else f"queue {address_name}::{queue_name} does not exist"
+        if routing_type == ANYCAST and not address.anycast and not address.forwarders:
+            return f"address {address_name} has no anycast queue"
+        return None
+
+    def admit(self, plan: Plan) -> str | None:
+        """Apply the address-full policy of every destination of a plan that reaches several
+        (composite parts, divert and composite copies), as a direct send does: `fail` refuses
+        the whole send (returns the full address; nothing is posted), `drop` removes that
+        destination's queues from the plan, `page` is left to `post`, `block` is the
+        producer's credit (`links.blocked_downstream`)."""
+        verdicts: dict[str, str | None] = {}
+        for i, (message, queues) in enumerate(plan):
+            kept = []
+            for q in queues:
+                name = q.address.name
+                if name not in verdicts:
+                    verdicts[name] = self.flow.verdict(name)
+                verdict = verdicts[name]
+                if verdict == FAIL:
+                    return name
+                if verdict != DROP:
+                    kept.append(q)
+            if len(kept) != len(queues):
+                plan[i] = (message, kept)
+        return None
 
     def resolve_send_routing_type(self, name: str, rt: str | None) -> str | None:
         """Rules 3-4 of a send's routing type: an existing address with one routing type gives
@@ -372,22 +425,49 @@ class PostOffice:
         # while durable messages are still being written goes through as an empty unit, so that
         # messages reach their queues in the order they arrived.
         self._unconfirmed += 1
+        for r in refs:
+            r.queue.pending += 1  # no auto-delete until the unit is on the queue
 
         def committed(error: BaseException | None) -> None:
             self._unconfirmed -= 1
+            if error is None:
+                error = self._place(refs)
+            else:
+                for r in refs:
+                    r.queue.pending -= 1
+                    if not r.queue.pending and r.queue.idle:
+                        self.queue_idle_check(r.queue)
             if error is not None:
                 for address, duplicate_id in remembered:
                     self.duplicates.forget(address, duplicate_id)  # a resend is not a duplicate
-            if error is None:
-                for r in refs:
-                    if r.paged:
-                        r.queue.page_out(r)
-                    else:
-                        r.queue.enqueue(r)
             if done is not None:
                 done(error)
 
         self.journal.submit(ops, committed)
+
+    def _place(self, refs: list[Ref]) -> BaseException | None:
+        """Committed refs onto their queues. A queue deleted while the unit was written (an
+        unsubscribe, a management delete) takes nothing; when that leaves the message on no
+        queue and one of them was anycast, the send is refused (QueueNotFound), never
+        `accepted` and stored nowhere. Multicast subscriptions that went are a drop by design."""
+        placed = 0
+        lost: Queue | None = None
+        for r in refs:
+            q = r.queue
+            q.pending -= 1
+            if q.deleted:
+                if q.routing_type == ANYCAST:
+                    lost = q
+                continue
+            placed += 1
+            if r.paged:
+                q.page_out(r)
+            else:
+                q.enqueue(r)
+        if lost is not None and not placed:
+            log.warning("queue %s was deleted while a message for it was being stored", lost.name)
+            return QueueNotFound(f"queue {lost.name} was deleted")
+        return None
 
     def _is_duplicate(self, message: Message, ops: list, remembered: list) -> bool:
         duplicate_id = self.duplicates.id_of(message)

@@ -19,6 +19,7 @@ outcomes come back as `acknowledge`, `release`, `reject`.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
     from .postoffice import PostOffice
 
 Done = Callable[[BaseException | None], None]
+log = logging.getLogger("hermod.core")
 
 GROUP_CLOSE = (-1, 0xFFFFFFFF)
+MAX_GROUPS = 10_000  # message groups remembered per queue (group -> consumer)
 PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
 # Messages a selector/group dispatch pass looks at before it lets the loop serve others (it
 # carries on at the next turn): a new selector over a million-message backlog never freezes it.
@@ -91,6 +94,7 @@ class Queue:
         self._cursor = 0  # highest message id this queue has had in memory
         self._reading = False
         self.deleted = False
+        self.pending = 0  # refs posted through the journal, not yet on the queue (no auto-delete)
         self.ever_consumed = False
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []
@@ -263,9 +267,10 @@ class Queue:
         self.ever_consumed = True
         self._consumers_changed()
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: Consumer, attempted: bool = False) -> None:
         """The consumer's unsettled messages go back to the queue in their original order;
-        its message groups are free for the others."""
+        its message groups are free for the others. `attempted` (its connection failed): each
+        counts as a delivery attempt, as a `modified{delivery-failed}` does."""
         try:
             self.consumers.remove(consumer)
         except ValueError:
@@ -280,8 +285,12 @@ class Queue:
         for ref in back:
             ref.consumer = None
             self.delivering -= 1
-            ref.delivery_count -= 1  # never seen by an application: not an attempt
-        self.restore(back)
+            if not attempted:
+                ref.delivery_count -= 1  # given back: not an attempt
+        if attempted:
+            self._attempts_failed(back)
+        else:
+            self.restore(back)
         self.postoffice.queue_idle_check(self)
 
     def _consumers_changed(self) -> None:
@@ -355,12 +364,18 @@ class Queue:
             if c is None:
                 return
             ref = backlog.popleft()
-            expiration = ref.message.expiration
-            if expiration:
-                now = now or self.postoffice.clock.now_ms()
-                if expiration <= now:
-                    self._expire(ref)
-                    continue
+            try:
+                expiration = ref.message.expiration
+                if expiration:
+                    now = now or self.postoffice.clock.now_ms()
+                    if expiration <= now:
+                        self._expire(ref)
+                        continue
+            except Exception:  # noqa: BLE001 - one message's fault: the general pass keeps it
+                log.exception("message %s on %s: dispatch check failed", ref.message.id, self.name)
+                backlog.restore([ref])
+                self._dispatch_general()
+                return
             if ref.refused_by is not None and c.id in ref.refused_by:
                 backlog.restore([ref])
                 self._dispatch_general()
@@ -378,11 +393,16 @@ class Queue:
         while backlog.live and budget > 0 and any(c.credit > 0 and not c.blocked for c in candidates):
             budget -= 1
             ref = backlog.popleft()
-            expiration = ref.message.expiration
-            if expiration and expiration <= now:
-                self._expire(ref)
-                continue
-            c = self._choose(ref, candidates)
+            try:
+                expiration = ref.message.expiration
+                if expiration and expiration <= now:
+                    self._expire(ref)
+                    continue
+                c = self._choose(ref, candidates)
+            except Exception:  # noqa: BLE001 - one message's fault must not lose it or the others
+                log.exception("message %s on %s: dispatch check failed; it stays queued",
+                              ref.message.id, self.name)
+                c = None
             if c is None:
                 self._park(ref, candidates)
                 continue
@@ -402,12 +422,16 @@ class Queue:
                 positions[c.id] = at + 1
 
     def _takes(self, c: Consumer, ref: Ref) -> bool:
-        group = ref.message.group_id if self._groups_seen else None
-        if group is not None:
-            holder = self.groups.get(group)
-            if holder is not None and holder is not c:
-                return False
-        return c.accepts(ref)
+        try:
+            group = ref.message.group_id if self._groups_seen else None
+            if group is not None:
+                holder = self.groups.get(group)
+                if holder is not None and holder is not c:
+                    return False
+            return c.accepts(ref)
+        except Exception:  # noqa: BLE001 - a message a check fails on stays parked, not lost
+            log.exception("message %s on %s: consumer check failed", ref.message.id, self.name)
+            return False
 
     def _dispatch_parked(self, candidates: list[Consumer], now: int, budget: int) -> int:
         """Each ready consumer takes what it accepts among the parked refs it has not seen yet."""
@@ -433,7 +457,7 @@ class Queue:
                     parked.remove(ref)
                     group = ref.message.group_id if self._groups_seen else None
                     if group is not None:
-                        self.groups.setdefault(group, c)
+                        self._assign_group(group, c)
                     self._deliver(c, ref)
             if budget <= 0:
                 break
@@ -470,8 +494,18 @@ class Queue:
             return None
         self._turn = (turn + best_i + 1) % max(n, 1)
         if group is not None:
-            self.groups[group] = best
+            self._assign_group(group, best)
         return best
+
+    def _assign_group(self, group, consumer: Consumer) -> None:
+        groups = self.groups
+        if group in groups:
+            return
+        if len(groups) >= MAX_GROUPS:
+            # Bounded: the oldest assignment goes (its next message may pick another
+            # consumer; only with more than MAX_GROUPS groups at once).
+            del groups[next(iter(groups))]
+        groups[group] = consumer
 
     def _deliver(self, c: Consumer, ref: Ref) -> None:
         ref.delivery_count += 1
@@ -544,18 +578,26 @@ class Queue:
             ref.delivery_count -= 1
             self.restore([ref])
             return
-        settings = self.postoffice.settings_for(self.address.name)
-        if 0 < settings.max_delivery_attempts <= ref.delivery_count:
-            self.postoffice.dead_letter(ref, reason="max-delivery-attempts")
-            return
-        if ref.durable:
-            self.postoffice.journal.submit(
-                [ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
-        if settings.redelivery_delay_ms > 0:
-            self.scheduled.add(self.postoffice.clock.now_ms() + settings.redelivery_delay_ms, ref)
-            self._arm_timer()
-        else:
-            self.restore([ref])
+        self._attempts_failed([ref])
+
+    def _attempts_failed(self, refs: list[Ref]) -> None:
+        """Refs back from failed deliveries (counted): dead-lettered at max_delivery_attempts,
+        else their count stored and the redelivery delay applied."""
+        po = self.postoffice
+        settings = po.settings_for(self.address.name)
+        back: list[Ref] = []
+        for ref in refs:
+            if 0 < settings.max_delivery_attempts <= ref.delivery_count:
+                po.dead_letter(ref, reason="max-delivery-attempts")
+                continue
+            if ref.durable:
+                po.journal.submit([ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
+            if settings.redelivery_delay_ms > 0:
+                self.scheduled.add(po.clock.now_ms() + settings.redelivery_delay_ms, ref)
+                self._arm_timer()
+            else:
+                back.append(ref)
+        self.restore(back)
 
     def reject(self, ref: Ref, done: Done | None = None) -> None:
         """Rejected: straight to the dead-letter address, no retry (Artemis)."""
@@ -574,10 +616,15 @@ class Queue:
 
     def expire_due(self, now: int) -> int:
         """The periodic expiry scan: move every waiting expired message out."""
-        expired = [r for r in self.waiting() if 0 < r.message.expiration <= now]
-        for ref in expired:
-            self._expire(ref)
-        return len(expired)
+        moved = 0
+        for ref in self.waiting():
+            try:
+                if 0 < ref.message.expiration <= now:
+                    self._expire(ref)
+                    moved += 1
+            except Exception:  # noqa: BLE001 - one message's fault must not stop the scan
+                log.exception("message %s on %s: expiry check failed", ref.message.id, self.name)
+        return moved
 
     def take_waiting(self, predicate) -> list[Ref]:
         """Take every waiting ref (not out with a consumer) that `predicate` holds for off the

@@ -11,6 +11,7 @@ their encoding live in `amqptypes.py`.
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from .amqptypes import (  # noqa: F401 - the codec's public names include the value types
@@ -214,14 +215,11 @@ class Envelope:
                     count = len(fields)
                     if count > 0 and fields[0] is not None:
                         self.durable = bool(fields[0])
-                    if count > 1 and fields[1] is not None:
+                    # A field of the wrong type reads as absent (the message passes as sent).
+                    if count > 1 and _is_uint(fields[1], 0xFF):
                         self.priority = fields[1]
-                        if type(self.priority) is not int or self.priority < 0:
-                            raise DecodeError("header priority is not a ubyte")
-                    if count > 2 and fields[2] is not None:
+                    if count > 2 and _is_uint(fields[2], 0xFFFFFFFF):
                         self.ttl = fields[2]
-                        if type(self.ttl) is not int or self.ttl < 0:
-                            raise DecodeError("header ttl is not a uint")
                     if count > 3 and fields[3] is not None:
                         self.first_acquirer = bool(fields[3])
                     self.header_end = self.bare_at = end
@@ -286,16 +284,41 @@ PROPERTY_FIELDS = ("message_id", "user_id", "to", "subject", "reply_to", "correl
                    "group_id", "group_sequence", "reply_to_group_id")
 
 
+def _is_uint(value: Any, top: int) -> bool:
+    return type(value) is not bool and isinstance(value, int) and 0 <= value <= top
+
+
+def _is_message_id(value: Any) -> bool:
+    """ulong, uuid, binary or string (amqp:message-id-*)."""
+    return isinstance(value, (str, bytes, uuid.UUID)) or _is_uint(value, 0xFFFFFFFFFFFFFFFF)
+
+
+def _is_string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_timestamp(value: Any) -> bool:
+    return type(value) is Timestamp
+
+
+# The AMQP type of each properties field, as the decoder returns it. A field whose value has
+# another type (a string absolute-expiry-time, a list group-id, a NaN double creation-time)
+# reads as absent, as an undecodable section does; the encoded message is never changed.
+_PROPERTY_TYPES = (_is_message_id, lambda v: isinstance(v, bytes), _is_string, _is_string,
+                   _is_string, _is_message_id, _is_string, _is_string, _is_timestamp,
+                   _is_timestamp, _is_string, lambda v: _is_uint(v, 0xFFFFFFFF), _is_string)
+
+
 def decode_properties(buf: bytes, at: int) -> dict[str, Any]:
-    """The properties section as a dict of the fields that are set."""
+    """The properties section as a dict of the fields that are set with their AMQP type."""
     if at < 0:
         return {}
     try:
         fields = _bounded_fields(buf, _value_start(buf, at), len(PROPERTY_FIELDS))
     except MALFORMED:
         raise DecodeError(f"malformed properties at {at}") from None
-    return {name: v for name, v in zip(PROPERTY_FIELDS, fields)
-            if v is not None and not isinstance(v, Undecoded)}
+    return {name: v for name, v, ok in zip(PROPERTY_FIELDS, fields, _PROPERTY_TYPES)
+            if v is not None and not isinstance(v, Undecoded) and ok(v)}
 
 
 def decode_map_section(buf: bytes, at: int) -> dict:

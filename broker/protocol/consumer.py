@@ -36,7 +36,8 @@ class ConsumerLink:
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
-                 "active", "opened", "expiry_policy", "browser", "durable_subscription", "name")
+                 "active", "opened", "browser", "durable_subscription", "name",
+                 "subscription")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -50,17 +51,18 @@ class ConsumerLink:
         self._tag = ffi.new("uint64_t[1]")
         self._tag_ptr = ffi.cast("char *", self._tag)
         self._tag_n = 0
-        self.expiry_policy = "session-end"
         self.browser = False
         self.durable_subscription = False
         self.name = cproton.pn_link_name(link)
+        # The durable subscription this link's own terminus names (container id + link name);
+        # only closing this link ends it. None for readers by FQQN and everything else.
+        self.subscription: str | None = None
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ConsumerLink | None:
         broker = conn.broker
         remote = read_terminus(lib.pn_link_remote_source(link))
         handler = cls(conn, link)
-        handler.expiry_policy = remote.expiry_policy
         link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
         priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
         if not remote.present or (remote.address is None and not remote.dynamic):
@@ -100,6 +102,9 @@ class ConsumerLink:
             handler.durable_subscription = remote.durable
         handler.browser = browser
         handler.consumers = handler._attach_parts(req, remote)
+        if (handler.durable_subscription and req.queue is None and req.subscription_queue is not None
+                and handler.consumers and handler.consumers[0].queue.name == req.subscription_queue):
+            handler.subscription = req.subscription_queue
         local = lib.pn_link_source(link)
         lib.pn_terminus_copy(local, lib.pn_link_remote_source(link))
         filt = lib.pn_terminus_filter(local)
@@ -171,6 +176,7 @@ class ConsumerLink:
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
         self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
         self.durable_subscription = True
+        self.subscription = queue.name  # found by this link's name: closing it unsubscribes
         local = lib.pn_link_source(self.link)
         cproton.pn_terminus_set_address(local, queue.name)
         lib.pn_terminus_set_type(local, lib.PN_SOURCE)
@@ -201,7 +207,7 @@ class ConsumerLink:
                 consumers.append(self.broker.attach_consumer(sub, self, owner=self.conn))
         except errors.HermodError:
             for c in consumers:
-                core_links.detach_consumer(self.broker.postoffice, c, closed=True)
+                core_links.detach_consumer(self.broker.postoffice, c)
             raise
         return consumers
 
@@ -329,14 +335,28 @@ class ConsumerLink:
         self.conn.server.mark(self.conn)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
+        """Only this link closing (closed=true) ends the durable subscription its terminus
+        names. What was in flight counts as a delivery attempt when the connection failed."""
         self.active = False
         consumers, self.consumers = self.consumers, []
         self.deliveries.clear()
-        closes = closed or self.expiry_policy == "link-detach" or (
-            session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
+        attempted = session_end and self._connection_failed()
         for consumer in consumers:
             consumer.link = _Gone
-            core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)
+            unsubscribe = closed and self.subscription is not None and consumer.queue.name == self.subscription
+            core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
+                                       attempted=attempted)
+
+    def _connection_failed(self) -> bool:
+        """The link went with its connection without the client ending it: no close or end
+        from the peer (a dropped socket, an expired idle timeout, a framing error), and not
+        the broker stopping."""
+        conn = self.conn
+        if conn.conn is None or conn.server._stopping.is_set():
+            return False
+        if lib.pn_connection_state(conn.conn) & lib.PN_REMOTE_CLOSED:
+            return False
+        return not lib.pn_session_state(lib.pn_link_session(self.link)) & lib.PN_REMOTE_CLOSED
 
 
 class _GoneLink:

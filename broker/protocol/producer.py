@@ -77,12 +77,16 @@ class ProducerLink:
             req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
         elif remote.address and "," in remote.address:
             parts = []
-            for part in split_composite(remote.address):
-                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
-                parts.append(conn.broker.attach_producer(
-                    core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
-            req = None
             target = core_links.ProducerTarget(remote.address, None, None, parts=parts)
+            try:
+                for part in split_composite(remote.address):
+                    name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
+                    parts.append(conn.broker.attach_producer(
+                        core_links.ProducerRequest(name.address, name.routing_type or ANYCAST, name.queue)))
+            except Exception:
+                core_links.detach_producer(conn.broker.postoffice, target)  # the parts it held
+                raise
+            req = None
         elif remote.address is None or not remote.present:
             rt = parse_name("", remote.capabilities, (), ()).routing_type
             req = core_links.ProducerRequest(None, routing_type=rt)
@@ -140,7 +144,8 @@ class ProducerLink:
         if not self.active:
             return
         flow = self.postoffice.flow
-        if flow.may_grant_credit(self.target.address):
+        if flow.may_grant_credit(self.target.address) and not core_links.blocked_downstream(
+                self.postoffice, self.target):
             credit = lib.pn_link_credit(self.link)
             if credit < PRODUCER_CREDIT_LOW:
                 lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
@@ -203,6 +208,12 @@ class ProducerLink:
             return
         po = self.postoffice
         plan = po.route(message, address, rt, queue)
+        refused = po.unrouted(plan, address, rt, queue)
+        if refused is not None:  # its target went: never `accepted` and stored nowhere
+            self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
+            return
+        if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
+            return
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
@@ -237,12 +248,28 @@ class ProducerLink:
         plan = []
         for part in self.target.parts:
             message = Message(data, envelope, part.address, part.routing_type, self.container_id, now)
-            plan.extend(po.route(message, part.address, part.routing_type, part.queue))
+            routed = po.route(message, part.address, part.routing_type, part.queue)
+            refused = po.unrouted(routed, part.address, part.routing_type, part.queue)
+            if refused is not None:
+                self._reject(d, presettled, None, conditions.NOT_FOUND, refused)
+                return
+            plan.extend(routed)
+        if self._refused_as_full(d, presettled, None, plan):
+            return
         if presettled:
             po.post(plan)
             lib.pn_delivery_settle(d)
         else:
             po.post(plan, self._completion(d))
+
+    def _refused_as_full(self, d, presettled: bool, txn, plan) -> bool:
+        """A destination of the plan is full under `fail`: the send is refused as a direct
+        send to it would be (`drop` destinations are taken out of the plan)."""
+        full = self.postoffice.admit(plan)
+        if full is None:
+            return False
+        self._reject(d, presettled, txn, conditions.RESOURCE_LIMIT_EXCEEDED, f"Address is full: {full}")
+        return True
 
     def _reject(self, d, presettled: bool, txn, condition: str, description: str) -> None:
         """Refuse a transfer; inside a transaction a dropped presettled one dooms it."""
@@ -275,6 +302,7 @@ class ProducerLink:
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
         self.postoffice.flow.forget(self)
+        core_links.detach_producer(self.postoffice, self.target)
         if self.temporary and self.target.address:
             po = self.postoffice
             if self.target.address in po.queues:

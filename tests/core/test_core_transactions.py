@@ -198,7 +198,7 @@ def test_a_consumer_leaving_before_commit_does_not_give_back_what_the_transactio
     po.run_dispatch()
     txn = txns.declare()
     txn.acquire(sink.got[0])
-    links.detach_consumer(po, c, closed=True)
+    links.detach_consumer(po, c)
     q = po.queues["in"]
     assert q.message_count == 1
     txn.commit(po, Discharge())
@@ -211,7 +211,7 @@ def test_a_consumer_leaving_then_rollback_puts_the_message_back(po, txns):
     po.run_dispatch()
     txn = txns.declare()
     acquisition = txn.acquire(sink.got[0])
-    links.detach_consumer(po, c, closed=True)
+    links.detach_consumer(po, c)
     txn.rollback()
     assert not acquisition.kept
     other, got = consume(po, "in")

@@ -217,7 +217,7 @@ def test_selector_aware_virtual_topic_queue_takes_only_what_a_consumer_selects(p
     po.run_dispatch()
     assert bodies(sink) == ["EU 1"]
     assert po.queues["Consumer.A.VirtualTopic.Prices"].added == 1
-    links.detach_consumer(po, c, closed=False)
+    links.detach_consumer(po, c)
     send(po, "VirtualTopic.Prices", "EU 3", rt=MULTICAST)
     assert po.queues["Consumer.A.VirtualTopic.Prices"].added == 1  # no consumer: nothing kept
 
@@ -227,7 +227,7 @@ def test_selector_cache_keeps_collecting_while_consumers_are_away(po):
     req = links.ConsumerRequest("Consumer.A.VirtualTopic.Q", selector="EU",
                                 selector_predicate=lambda m: b"EU" in m.encoded)
     c = links.attach_virtual_topic_consumer(po, vt, "VirtualTopic.Q", req, Sink())
-    links.detach_consumer(po, c, closed=False)
+    links.detach_consumer(po, c)
     for body in ("EU 1", "US 2"):
         send(po, "VirtualTopic.Q", body, rt=MULTICAST)
     assert queue_bodies(po, "Consumer.A.VirtualTopic.Q") == ["EU 1"]

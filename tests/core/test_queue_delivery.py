@@ -120,7 +120,7 @@ def test_groups_move_when_their_consumer_leaves(po):
     put(po, "g1", properties=group("G"))
     po.run_dispatch()
     c1.queue.acknowledge(s1.got[0])
-    links.detach_consumer(po, c1, closed=True)
+    links.detach_consumer(po, c1)
     c2, s2 = consumer(po)
     put(po, "g2", properties=group("G"))
     po.run_dispatch()
@@ -146,7 +146,7 @@ def test_exclusive_queue_gives_everything_to_one_consumer_then_the_next(po):
     assert (bodies(s1), bodies(s2)) == (["0", "1", "2"], [])
     for ref in list(s1.got):
         c1.queue.acknowledge(ref)
-    links.detach_consumer(po, c1, closed=True)
+    links.detach_consumer(po, c1)
     put(po, "3", address="ex")
     po.run_dispatch()
     assert bodies(s2) == ["3"]

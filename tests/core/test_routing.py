@@ -263,10 +263,10 @@ def test_max_consumers_is_enforced(po):
 def test_durable_subscription_survives_detach_and_goes_on_close(po):
     req = dict(subscription_queue="cid.sub", durable=True)
     c, _ = consume(po, "t", MULTICAST, **req)
-    links.detach_consumer(po, c, closed=False)
+    links.detach_consumer(po, c)
     assert "cid.sub" in po.queues
     c, _ = consume(po, "t", MULTICAST, **req)
-    links.detach_consumer(po, c, closed=True)
+    links.detach_consumer(po, c, unsubscribe=True)
     assert "cid.sub" not in po.queues
 
 
@@ -281,5 +281,5 @@ def test_dynamic_source_is_temporary(po):
     c, _ = consume(po, "", dynamic=True)
     name = c.queue.name
     assert c.queue.temporary and not c.queue.durable
-    links.detach_consumer(po, c, closed=True)
+    links.detach_consumer(po, c)
     assert name not in po.queues

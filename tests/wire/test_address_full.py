@@ -1,15 +1,13 @@
 """max_size_bytes with each address_full_policy, with real clients."""
 from __future__ import annotations
 
-import threading
-
 import pytest
 from proton import Delivery, Message
 from proton.utils import SendException
 
 from broker.tools.clients import management_call
 from hermod_testing import wait_for
-from wire_helpers import connect, receive_bodies, sync
+from wire_helpers import connect, receive_bodies, send_in_background, sync
 
 
 def policy_config(policy: str, limit: int = 2000) -> str:
@@ -56,19 +54,7 @@ def test_block_policy_withholds_credit_until_there_is_room(start_broker):
     sender_conn = connect(b.url)
     sender = sender_conn.create_sender("full.block")
     total = 1100  # more than one credit window: the broker must stop granting credit
-    done = threading.Event()
-    errors = []
-
-    def produce():
-        try:
-            for i in range(total):
-                sender.send(Message(body=i), timeout=60)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-        done.set()
-
-    t = threading.Thread(target=produce)
-    t.start()
+    t, done, errors = send_in_background(sender, range(total))
     wait_for(lambda: queue_messages(b.url, "full.block") >= 1000, timeout=30)
     assert not done.is_set()  # blocked: out of credit, no rejection
     assert queue_messages(b.url, "full.block") < total

@@ -94,8 +94,11 @@ EMPTY_ARRAY_BOMB = b"\xf0" + struct.pack(">II", 9, 0xFFFFFFFF) + b"\x40"  # 4 bi
 @pytest.mark.parametrize("data, refused", [
     (_map_section(0x72, b"x-a", EMPTY_ARRAY_BOMB) + BODY, True),
     (_map_section(0x72, b"x-a", _nested_lists(5000)) + BODY, True),
-    (b"\x00\x53\x70\xc0\x04\x02\x41\xa1\x01x" + BODY, True),  # header priority is a string
-    (b"\x00\x53\x70\xc0\x04\x02\x41\x51\xff" + BODY, True),  # header priority is -1
+    (b"\x00\x53\x70\xa1\x01x" + BODY, True),  # the header is not a list
+    # Header fields of the wrong type read as absent (contract: the message passes as sent).
+    (b"\x00\x53\x70\xc0\x04\x02\x41\xa1\x01x" + BODY, True),  # list size does not match
+    (b"\x00\x53\x70\xc0\x05\x02\x41\xa1\x01x" + BODY, False),  # header priority is a string
+    (b"\x00\x53\x70\xc0\x04\x02\x41\x51\xff" + BODY, False),  # header priority is -1
     (b"\x00\x53\x73\xc0\x06\x01\x73\xff\xff\xff\xff" + BODY, False),  # properties: char out of range
     (_map_section(0x74, b"k", EMPTY_ARRAY_BOMB) + BODY, False),  # app properties, read later
     (_map_section(0x74, b"k", _nested_lists(5000)) + BODY, False),
@@ -108,6 +111,7 @@ def test_known_bad_inputs(data, refused):
         everything_the_broker_reads(data)
         envelope = codec.Envelope(data)
         assert envelope.properties_of(data) == {} and envelope.application_properties_of(data) == {}
+        assert (envelope.priority, envelope.ttl) == (4, 0)
 
 
 # -- on the wire ----------------------------------------------------------------------------------
@@ -127,7 +131,7 @@ class Raw:
 def test_a_malformed_transfer_is_rejected_with_decode_error_and_the_link_goes_on(broker):
     conn = connect(broker.url)
     sender = conn.create_sender("bad.input")
-    bad = sender.send(Raw(b"\x00\x53\x70\xc0\x04\x02\x41\xa1\x01x" + BODY), error_states=[])
+    bad = sender.send(Raw(b"\x00\x53\x70\xa1\x01x" + BODY), error_states=[])  # header not a list
     assert bad.remote_state == Delivery.REJECTED
     assert bad.remote.condition.name == "amqp:decode-error"
     garbage = sender.send(Raw(b"\xde\xad\xbe\xef" * 8), error_states=[])

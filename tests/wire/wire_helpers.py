@@ -97,5 +97,24 @@ def settle_modified(receiver, failed: bool = True, undeliverable: bool = False) 
     delivery.settle()
 
 
+def send_in_background(sender, bodies, timeout: float = 60):
+    """Send `bodies` from a thread (a producer that may be blocked): (thread, done, errors)."""
+    import threading
+    done = threading.Event()
+    errors: list = []
+
+    def produce():
+        try:
+            for body in bodies:
+                sender.send(Message(body=body), timeout=timeout)
+        except BaseException as e:  # noqa: BLE001 - handed to the test in `errors`
+            errors.append(e)
+        done.set()
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    return thread, done, errors
+
+
 __all__ = ["Caps", "Browse", "Shared", "Dynamic", "DurableSubscription", "Selector", "Message",
-           "connect", "send", "sync", "receive_bodies", "nothing_more", "settle_modified", "topic", "queue"]
+           "connect", "send", "send_in_background", "sync", "receive_bodies", "nothing_more", "settle_modified", "topic", "queue"]
