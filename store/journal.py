@@ -34,7 +34,8 @@ from broker.core.ports import Operation, Recovered, StoredReference
 from . import recovery
 from .apply import Applier
 from .engine import display_url
-from .errors import StoreClosed, StoreError, StoreUnavailable, one_line
+from .errors import StoreClosed, StoreError, StoreUnavailable, StoreUnreachable, one_line
+from .lock import StoreLock, StoreLockLost
 from .stats import JournalStats, StatsCounter
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,10 @@ class SqlJournal:
 
     def __init__(self, engine: Engine, post: Post | None = None, *,
                  fail_after_s: float = 30.0, retry_initial_s: float = 0.05,
-                 retry_max_s: float = 2.0, max_batch_ops: int = 20_000) -> None:
+                 retry_max_s: float = 2.0, max_batch_ops: int = 20_000,
+                 lock: StoreLock | None = None) -> None:
         self._engine = engine
+        self._lock = lock  # released by close()
         self._post = post
         self.fail_after_s = fail_after_s
         self._retry_initial_s = retry_initial_s
@@ -130,6 +133,8 @@ class SqlJournal:
         self._thread.join()
         self._drop_connection()
         self._engine.dispose()
+        if self._lock is not None:
+            self._lock.release()
         self._closed = True
 
     # -- extensions ----------------------------------------------------------------------------
@@ -166,7 +171,7 @@ class SqlJournal:
             except _Unreachable as error:
                 if self._read_given_up(work, closing):
                     continue
-                self._outage(error, work)
+                self._outage(error, work, closing)
                 time.sleep(self._backoff(delay, work))
                 delay = min(delay * 2, self._retry_max_s)
                 continue
@@ -257,7 +262,7 @@ class SqlJournal:
             return True
         return False
 
-    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read]) -> None:
+    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read], closing: bool) -> None:
         now = time.monotonic()
         self._stats.add("retries")
         if self._outage_since is None:
@@ -269,11 +274,20 @@ class SqlJournal:
             self._stats.add("outages")
             log.warning("store %s unreachable (%s); retrying, durable work waits "
                         "(rejected after %.0f s)", self._where, error, self.fail_after_s)
-        # Units that waited too long fail, oldest first; the rest keep their places.
+        # Units that waited too long fail, oldest first; the rest keep their places. A unit
+        # with no completion (a queue deleted, a delivery count) has nobody to tell: failing it
+        # would lose it silently, so it waits for the database however long that takes.
+        # Only a broker that is stopping gives them up, and says so.
         expired = [item for item in work
-                   if isinstance(item, _Unit) and now - item.submitted >= self.fail_after_s]
+                   if isinstance(item, _Unit) and (item.done is not None or closing)
+                   and now - item.submitted >= self.fail_after_s]
         if not expired:
             return
+        silent = sum(1 for unit in expired if unit.done is None)
+        if silent:
+            log.error("store %s unreachable while stopping: %d unit(s) with no producer to tell "
+                      "(queue deletions, delivery counts, acknowledgements) were not written",
+                      self._where, silent)
         gone = {id(unit) for unit in expired}
         keep = [item for item in work if id(item) not in gone]
         work.clear()
@@ -285,7 +299,8 @@ class SqlJournal:
 
     def _backoff(self, delay: float, work: deque[_Unit | _Read]) -> float:
         """The retry delay, cut short so that the oldest unit is rejected on time."""
-        oldest = next((item.submitted for item in work if isinstance(item, _Unit)), None)
+        oldest = next((item.submitted for item in work if isinstance(item, _Unit)
+                       and (item.done is not None or self._closing)), None)
         if oldest is None:
             return delay
         return max(0.001, min(delay, oldest + self.fail_after_s - time.monotonic()))
@@ -325,6 +340,8 @@ class SqlJournal:
 
     def _connect(self) -> Connection:
         if self._connection is None:
+            if self._lock is not None:
+                self._lock.ensure()  # a lost session lost the lock too: take it again first
             self._connection = self._engine.connect()
         return self._connection
 
@@ -344,15 +361,42 @@ class SqlJournal:
             raise _Unreachable(error) from error
 
 
+# SQLSTATE classes of PostgreSQL errors that are the database's state, not the unit's fault:
+# connection exception, transaction rollback (serialization failure, deadlock), insufficient
+# resources (disk full, out of memory, too many connections), operator intervention (admin or
+# crash shutdown, cannot connect now), system error (I/O). Anything else the server answers
+# (data exception 22, integrity 23, program limit 54: a 3 KB duplicate id over the index row
+# limit, syntax 42...) is the unit's own fault: retrying it cannot help, and waiting on it would
+# stall every unit behind it.
+_PG_OUTAGE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+# SQLite primary result codes that say the same (the file, not the unit): busy, locked, I/O
+# error, disk full, cannot open, read-only (a file system remounted read-only), protocol.
+_SQLITE_OUTAGE_CODES = frozenset({5, 6, 8, 10, 13, 14, 15})
+
+
 def _unreachable(error: BaseException, sqlite: bool) -> bool:
+    """Is `error` an outage of the database (retry the same work later) rather than a fault of
+    the unit being applied (fail that unit alone)?"""
+    if isinstance(error, (StoreUnreachable, StoreLockLost)):
+        return True
     if isinstance(error, DBAPIError):
         if error.connection_invalidated:
             return True
+        orig = error.orig
         if sqlite:
-            text = str(error.orig).lower()
+            code = getattr(orig, "sqlite_errorcode", None)
+            if code is not None:
+                return (code & 0xFF) in _SQLITE_OUTAGE_CODES
+            text = str(orig).lower()
             return isinstance(error, OperationalError) and any(
-                word in text for word in ("locked", "busy", "disk i/o", "unable to open"))
-        return isinstance(error, (OperationalError, InterfaceError))
+                word in text for word in ("locked", "busy", "disk i/o", "unable to open", "full"))
+        if isinstance(error, InterfaceError):
+            return True  # the connection is closed or broken
+        sqlstate = getattr(orig, "sqlstate", None)
+        if sqlstate is None:
+            # No answer from the server at all (connection lost mid-statement, connect failed).
+            return isinstance(error, OperationalError)
+        return sqlstate[:2] in _PG_OUTAGE_CLASSES
     return isinstance(error, (ConnectionError, TimeoutError))
 
 
