@@ -14,8 +14,9 @@ fails nothing at first: the writer retries the same batch with exponential backo
 warning per outage, while producers keep waiting and new units queue up behind in order. A unit
 that has waited `fail_after_s` since it was submitted gets `done(StoreUnavailable)` (nothing of
 it was applied) so the broker can reject it clearly; later units keep waiting, and everything
-resumes when the database is back. Page reads have no error channel in the port: they wait for
-the database for as long as the journal is open, and get an empty page once it is closing.
+resumes when the database is back. Page reads wait for an unreachable database for as long as
+the journal is open, and get an empty page once it is closing; a read the database refuses
+gets the error instead of a page (the queue tries again later).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .stats import JournalStats, StatsCounter
 log = logging.getLogger(__name__)
 
 Done = Callable[[BaseException | None], None]
-PageDone = Callable[[list[StoredReference]], None]
+PageDone = Callable[[list[StoredReference] | BaseException], None]
 # `loop.call_soon_threadsafe` or anything with its shape: post(callback, *args).
 Post = Callable[..., object]
 
@@ -238,7 +239,9 @@ class SqlJournal:
             self._raise_if_unreachable(error)
             log.error("store %s: page read of %s failed: %s", self._where, read.queue,
                       _cause(error))
-            page = []
+            # Not an empty page, which would read as "nothing more stored" and hide the rest
+            # of the queue: the error, and the queue tries again later.
+            page = StoreError(f"store {self._where}: page read failed: {_cause(error)}")
         else:
             self._reached()
         self._stats.add("pages_read")

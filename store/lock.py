@@ -174,4 +174,11 @@ class _AdvisoryLock(StoreLock):
 
     def release(self) -> None:
         self._released = True
-        self._drop()  # ending the session releases its advisory locks
+        if self._connection is not None:
+            try:
+                # Unlocked before this returns: the server ends a closed session's backend
+                # (and its locks) a moment after the client has gone.
+                self._connection.execute("SELECT pg_advisory_unlock(%s, %s)", _PG_KEYS)
+            except Exception:  # the session is gone already, and its lock with it
+                pass
+        self._drop()

@@ -4,7 +4,9 @@ Real brokers on real PostgreSQL; the refusal is real too: a 3 KB `_AMQ_DUPL_ID` 
 PostgreSQL's btree index row limit (SQLSTATE 54000), so the unit remembering it cannot commit."""
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,10 @@ for helper_dir in (TESTS / "durable", TESTS / "wire"):
 
 from durable_clients import AsyncProducer, body_of, drain_queue  # noqa: E402
 from wire_helpers import connect  # noqa: E402
+
+import store  # noqa: E402
+from broker.core.ports import DeleteQueue, SetDeliveryCount  # noqa: E402
+from store_testing import queue, send, setup_ops, submit_and_wait  # noqa: E402
 
 GIVE_UP_S = "30"  # an outage would hold every durable send this long
 PROMPT_S = 5.0
@@ -82,3 +88,63 @@ def test_a_refused_unit_fails_alone_in_a_batch_with_its_neighbours(pg_broker):
     assert sorted(producer.accepted) == [n for n in range(20) if n != 7]
     assert [body_of(m) for m in drain_queue(pg_broker.url, "orders")] == [
         f"m{n}" for n in range(20) if n != 7]
+
+
+# -- SQLite "disk full": a real full file system (a small tmpfs) ----------------------------------
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A 4 MiB tmpfs (needs root, as the test sandbox and CI run); unmounted at the end."""
+    mountpoint = tmp_path / "small"
+    mountpoint.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
+            capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs (needs root)")
+    yield mountpoint
+    subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fill(directory: Path) -> Path:
+    """Write a file until the file system is full; returns it (delete it to make room)."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+    with open(directory / "filler-tail", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 512)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+    return filler
+
+
+def test_sqlite_disk_full_loses_no_unit_without_a_completion(small_filesystem):
+    url = f"sqlite:///{small_filesystem / 'hermod.db'}"
+    journal = store.open_journal(url, None, fail_after_s=0.5)
+    try:
+        submit_and_wait(journal, setup_ops(queue("orders"), queue("scratch")))
+        assert submit_and_wait(journal, send(1, "orders", body=os.urandom(2000))) is None
+        filler = fill(small_filesystem)
+
+        # Units no producer waits for: failing them would lose them silently.
+        journal.submit([SetDeliveryCount("orders", 1, 3)], None)
+        journal.submit([DeleteQueue("scratch")], None)
+        # A producer's unit: rejected clearly after fail_after_s, never accepted.
+        outcome = submit_and_wait(journal, send(2, "orders", body=os.urandom(200_000)))
+        assert isinstance(outcome, store.StoreUnavailable), outcome
+        assert journal.stats().expired_units == 1
+
+        filler.unlink()
+        (small_filesystem / "filler-tail").unlink()
+        assert submit_and_wait(journal, send(3, "orders")) is None  # after the waiting ones
+        recovered = journal.recover()
+    finally:
+        journal.close()
+    assert [(r.message.id, r.delivery_count) for r in recovered.references["orders"]] == [(1, 3), (3, 0)]
+    assert [q.name for q in recovered.queues] == ["orders"]
