@@ -103,10 +103,11 @@ class SqlJournal:
 
     # -- the port ------------------------------------------------------------------------------
 
-    def recover(self, *, window: int | None = None) -> Recovered:
-        """Everything stored, in order (blocks; called once before serving). `window`, an
-        extension of the port: at most that many references per queue, for paging."""
-        return recovery.recover(self._engine, window=window)
+    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
+        """Everything stored, in order (blocks; called once before serving). `window` and
+        `max_bytes`, extensions of the port: at most that many references per queue, and
+        about that many bytes of messages in all; the rest is paged in later."""
+        return recovery.recover(self._engine, window=window, max_bytes=max_bytes)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
         unit = _Unit(ops, done, time.monotonic())
@@ -427,7 +428,7 @@ class MemoryJournal:
         self._post = post
         self._stats = StatsCounter()
 
-    def recover(self, *, window: int | None = None) -> Recovered:
+    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
         return Recovered(addresses=[], queues=[], references={}, next_message_id=1)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:

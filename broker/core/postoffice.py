@@ -13,10 +13,10 @@ from typing import Callable
 from . import ports
 from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
-from .errors import AddressNotFound, QueueNotFound
+from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
 from . import moves
-from .flow import FlowControl
+from .flow import REF_OVERHEAD_BYTES, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -59,7 +59,10 @@ class PostOffice:
         self.flow = FlowControl(self)
         self.timers = None if call_at is not None else NoTimers()
         self.call_at = call_at or self.timers.call_at
-        self.memory_used = 0  # bytes of messages on all queues
+        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
+        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
+        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
+        self.ref_overhead = REF_OVERHEAD_BYTES
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
@@ -360,13 +363,9 @@ class PostOffice:
                 ops.append(ports.AddMessage(self.message_record(message)))
                 ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
         if not ops and not self._unconfirmed:
-            for r in refs:
-                if r.paged:
-                    r.queue.page_out(r)
-                else:
-                    r.queue.enqueue(r)
+            failed = self._place(refs)
             if done is not None:
-                done(None)
+                done(failed)
             return
         # Through the journal: a durable message is stored first; a non-durable one that arrives
         # while durable messages are still being written goes through as an empty unit, so that
@@ -379,15 +378,28 @@ class PostOffice:
                 for address, duplicate_id in remembered:
                     self.duplicates.forget(address, duplicate_id)  # a resend is not a duplicate
             if error is None:
-                for r in refs:
-                    if r.paged:
-                        r.queue.page_out(r)
-                    else:
-                        r.queue.enqueue(r)
+                error = self._place(refs)
             if done is not None:
                 done(error)
 
         self.journal.submit(ops, committed)
+
+    @staticmethod
+    def _place(refs: list[Ref]) -> BaseException | None:
+        """Put a posted plan's refs on their queues, the paged ones first: paging to the spool
+        can fail (disk full), and then the send fails with a condition (returned) rather than
+        hang or vanish; the queue keeps paging what comes next."""
+        for r in refs:
+            if r.paged:
+                try:
+                    r.queue.page_out(r)
+                except OSError as error:
+                    log.error("queue %s: paging a message failed: %s", r.queue.name, error)
+                    return ResourceLimitExceeded(f"paging to disk failed: {error.strerror or error}")
+        for r in refs:
+            if not r.paged:
+                r.queue.enqueue(r)
+        return None
 
     def _is_duplicate(self, message: Message, ops: list, remembered: list) -> bool:
         duplicate_id = self.duplicates.id_of(message)
@@ -417,10 +429,11 @@ class PostOffice:
             arrival=message.arrival)
 
     # -- accounting, dead letters, expiry ------------------------------------------------------------
-    def account(self, address: Address, delta: int) -> None:
-        """Bytes of messages on the queues of `address` (flow control, memory limit)."""
+    def account(self, address: Address, delta: int, refs: int = 0) -> None:
+        """Bytes of messages on the queues of `address` (flow control); the memory limit also
+        counts each ref's estimated Python overhead (`ref_overhead`)."""
         address.size += delta
-        self.memory_used += delta
+        self.memory_used += delta + refs * self.ref_overhead
         if delta < 0:
             self.flow.released()
 
@@ -458,8 +471,8 @@ class PostOffice:
                 if message is None:
                     message = shared[s.message.id] = make_message(s.message)
                 queue.recover(Ref(message, queue, s.delivery_count))
-            if window is not None and len(stored) >= window:
-                queue.paged = -1  # more in the store than the window: read on as it drains
+            if queue_name in recovered.more or (window is not None and len(stored) >= window):
+                queue.paged = -1  # more in the store than was read: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
         self.duplicates.load(recovered.duplicate_ids)
 
