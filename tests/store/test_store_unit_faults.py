@@ -148,3 +148,45 @@ def test_sqlite_disk_full_loses_no_unit_without_a_completion(small_filesystem):
         journal.close()
     assert [(r.message.id, r.delivery_count) for r in recovered.references["orders"]] == [(1, 3), (3, 0)]
     assert [q.name for q in recovered.queues] == ["orders"]
+
+
+# -- the paging spool on a full file system --------------------------------------------------------
+
+PAGING = """
+[[address_settings]]
+match = "spooled"
+max_size_bytes = 20000
+address_full_policy = "page"
+"""
+
+
+def test_a_full_paging_disk_rejects_the_send_and_paging_resumes_once_drained(start_broker,
+                                                                         small_filesystem):
+    broker = start_broker(config=PAGING, env={"TMPDIR": str(small_filesystem)})
+    body = os.urandom(8000)
+    connection = connect(broker.url)
+    try:
+        sender = connection.create_sender("spooled")
+        accepted = 0
+        with pytest.raises(SendException) as refused:
+            for _ in range(2000):  # 16 MB: far more than the 4 MiB file system holds
+                sender.send(Message(body=body))
+                accepted += 1
+        assert refused.value.state == Delivery.REJECTED
+        assert accepted > 100  # most went to the spool before it filled up
+        receiver = connection.create_receiver("spooled", credit=50)
+        for n in range(accepted):  # every accepted message, in order, nothing lost
+            message = receiver.receive(timeout=15)
+            assert body_of(message) == body, n
+            receiver.accept()
+        # Paging goes on: the drained spool has room again.
+        more = 20
+        for _ in range(more):
+            sender.send(Message(body=body))
+        for _ in range(more):
+            assert body_of(receiver.receive(timeout=15)) == body
+            receiver.accept()
+    finally:
+        connection.close()
+    assert broker.proc.poll() is None
+    assert any("paging a message failed" in line for line in broker.stderr_lines)
