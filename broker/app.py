@@ -27,6 +27,7 @@ log = logging.getLogger("hermod")
 
 MANAGEMENT_ADDRESS = "hermod.management"
 RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page the rest in
+RECOVERY_MEMORY_SHARE = 0.5  # of the memory limit, for all the messages recovery reads
 
 
 def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = False) -> Message:
@@ -59,7 +60,10 @@ class Broker:
     def start(self) -> None:
         """Recover what the store holds, then create the configured addresses and queues."""
         window = RECOVERY_WINDOW if self.journal.durable else None
-        recovered = self.journal.recover(window=window) if window else self.journal.recover()
+        # However many queues, what recovery reads stays within a share of the memory limit.
+        budget = int(self.postoffice.flow.memory_limit * RECOVERY_MEMORY_SHARE)
+        recovered = (self.journal.recover(window=window, max_bytes=budget) if window
+                     else self.journal.recover())
         self.postoffice.recover(recovered, self.message_from_record, window)
         po = self.postoffice
         for a in self.config.addresses:

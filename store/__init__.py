@@ -26,12 +26,13 @@ from .errors import (
     UnknownQueue,
 )
 from .journal import MemoryJournal, SqlJournal
+from .lock import StoreLocked, StoreLockLost
 from .stats import JournalStats
 
 __all__ = [
     "JournalStats", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
-    "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreUnavailable",
-    "StoreUnreachable", "UnknownQueue", "open_journal", "schema",
+    "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreLocked", "StoreLockLost",
+    "StoreUnavailable", "StoreUnreachable", "UnknownQueue", "open_journal", "schema",
 ]
 
 
@@ -40,30 +41,38 @@ DEFAULT_GIVE_UP_S = 30.0  # how long durable work waits for an unreachable store
 
 def open_journal(url: str, post: Callable[..., object] | None, *,
                  sqlite_synchronous: str = "FULL", fail_after_s: float | None = None,
-                 ) -> SqlJournal | MemoryJournal:
+                 holder: str | None = None) -> SqlJournal | MemoryJournal:
     """The journal for a store URL, its schema upgraded to head and checked.
 
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
     None calls completions directly on the writer thread. `sqlite_synchronous` is FULL (every
     commit survives power loss) or NORMAL (see `store.engine`). `fail_after_s`: how long a unit
     waits for an unreachable database before `done(StoreUnavailable)`; by default
-    HERMOD_STORE_GIVE_UP_S, else 30 s.
-    Raises StoreError (one line) when the store is unreachable, corrupt or newer than this code.
+    HERMOD_STORE_GIVE_UP_S, else 30 s. The journal holds the store's lock (`store.lock`) from
+    before the schema upgrade until `close()`; `holder` is how it names this broker to another
+    one refused (default: host and process id).
+    Raises StoreError (one line) when the store is unreachable, corrupt, newer than this code,
+    or locked by another broker (StoreLocked).
     """
-    from .engine import is_memory, make_engine
+    from .engine import display_url, is_memory, make_engine
+    from .lock import acquire
 
     if is_memory(url):
         return MemoryJournal(post)
     if fail_after_s is None:
         fail_after_s = _give_up_s()
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+    lock = None
     try:
+        lock = acquire(engine, display_url(engine.url), holder)
         schema.upgrade(engine)
         schema.check(engine)
     except BaseException:
+        if lock is not None:
+            lock.release()
         engine.dispose()
         raise
-    return SqlJournal(engine, post, fail_after_s=fail_after_s)
+    return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock)
 
 
 def _give_up_s() -> float:

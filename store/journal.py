@@ -14,8 +14,9 @@ fails nothing at first: the writer retries the same batch with exponential backo
 warning per outage, while producers keep waiting and new units queue up behind in order. A unit
 that has waited `fail_after_s` since it was submitted gets `done(StoreUnavailable)` (nothing of
 it was applied) so the broker can reject it clearly; later units keep waiting, and everything
-resumes when the database is back. Page reads have no error channel in the port: they wait for
-the database for as long as the journal is open, and get an empty page once it is closing.
+resumes when the database is back. Page reads wait for an unreachable database for as long as
+the journal is open, and get an empty page once it is closing; a read the database refuses
+gets the error instead of a page (the queue tries again later).
 """
 from __future__ import annotations
 
@@ -34,13 +35,14 @@ from broker.core.ports import Operation, Recovered, StoredReference
 from . import recovery
 from .apply import Applier
 from .engine import display_url
-from .errors import StoreClosed, StoreError, StoreUnavailable, one_line
+from .errors import StoreClosed, StoreError, StoreUnavailable, StoreUnreachable, one_line
+from .lock import StoreLock, StoreLockLost
 from .stats import JournalStats, StatsCounter
 
 log = logging.getLogger(__name__)
 
 Done = Callable[[BaseException | None], None]
-PageDone = Callable[[list[StoredReference]], None]
+PageDone = Callable[[list[StoredReference] | BaseException], None]
 # `loop.call_soon_threadsafe` or anything with its shape: post(callback, *args).
 Post = Callable[..., object]
 
@@ -75,8 +77,10 @@ class SqlJournal:
 
     def __init__(self, engine: Engine, post: Post | None = None, *,
                  fail_after_s: float = 30.0, retry_initial_s: float = 0.05,
-                 retry_max_s: float = 2.0, max_batch_ops: int = 20_000) -> None:
+                 retry_max_s: float = 2.0, max_batch_ops: int = 20_000,
+                 lock: StoreLock | None = None) -> None:
         self._engine = engine
+        self._lock = lock  # released by close()
         self._post = post
         self.fail_after_s = fail_after_s
         self._retry_initial_s = retry_initial_s
@@ -99,10 +103,11 @@ class SqlJournal:
 
     # -- the port ------------------------------------------------------------------------------
 
-    def recover(self, *, window: int | None = None) -> Recovered:
-        """Everything stored, in order (blocks; called once before serving). `window`, an
-        extension of the port: at most that many references per queue, for paging."""
-        return recovery.recover(self._engine, window=window)
+    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
+        """Everything stored, in order (blocks; called once before serving). `window` and
+        `max_bytes`, extensions of the port: at most that many references per queue, and
+        about that many bytes of messages in all; the rest is paged in later."""
+        return recovery.recover(self._engine, window=window, max_bytes=max_bytes)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
         unit = _Unit(ops, done, time.monotonic())
@@ -130,6 +135,8 @@ class SqlJournal:
         self._thread.join()
         self._drop_connection()
         self._engine.dispose()
+        if self._lock is not None:
+            self._lock.release()
         self._closed = True
 
     # -- extensions ----------------------------------------------------------------------------
@@ -166,7 +173,7 @@ class SqlJournal:
             except _Unreachable as error:
                 if self._read_given_up(work, closing):
                     continue
-                self._outage(error, work)
+                self._outage(error, work, closing)
                 time.sleep(self._backoff(delay, work))
                 delay = min(delay * 2, self._retry_max_s)
                 continue
@@ -233,7 +240,9 @@ class SqlJournal:
             self._raise_if_unreachable(error)
             log.error("store %s: page read of %s failed: %s", self._where, read.queue,
                       _cause(error))
-            page = []
+            # Not an empty page, which would read as "nothing more stored" and hide the rest
+            # of the queue: the error, and the queue tries again later.
+            page = StoreError(f"store {self._where}: page read failed: {_cause(error)}")
         else:
             self._reached()
         self._stats.add("pages_read")
@@ -257,7 +266,7 @@ class SqlJournal:
             return True
         return False
 
-    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read]) -> None:
+    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read], closing: bool) -> None:
         now = time.monotonic()
         self._stats.add("retries")
         if self._outage_since is None:
@@ -269,11 +278,20 @@ class SqlJournal:
             self._stats.add("outages")
             log.warning("store %s unreachable (%s); retrying, durable work waits "
                         "(rejected after %.0f s)", self._where, error, self.fail_after_s)
-        # Units that waited too long fail, oldest first; the rest keep their places.
+        # Units that waited too long fail, oldest first; the rest keep their places. A unit
+        # with no completion (a queue deleted, a delivery count) has nobody to tell: failing it
+        # would lose it silently, so it waits for the database however long that takes.
+        # Only a broker that is stopping gives them up, and says so.
         expired = [item for item in work
-                   if isinstance(item, _Unit) and now - item.submitted >= self.fail_after_s]
+                   if isinstance(item, _Unit) and (item.done is not None or closing)
+                   and now - item.submitted >= self.fail_after_s]
         if not expired:
             return
+        silent = sum(1 for unit in expired if unit.done is None)
+        if silent:
+            log.error("store %s unreachable while stopping: %d unit(s) with no producer to tell "
+                      "(queue deletions, delivery counts, acknowledgements) were not written",
+                      self._where, silent)
         gone = {id(unit) for unit in expired}
         keep = [item for item in work if id(item) not in gone]
         work.clear()
@@ -285,7 +303,8 @@ class SqlJournal:
 
     def _backoff(self, delay: float, work: deque[_Unit | _Read]) -> float:
         """The retry delay, cut short so that the oldest unit is rejected on time."""
-        oldest = next((item.submitted for item in work if isinstance(item, _Unit)), None)
+        oldest = next((item.submitted for item in work if isinstance(item, _Unit)
+                       and (item.done is not None or self._closing)), None)
         if oldest is None:
             return delay
         return max(0.001, min(delay, oldest + self.fail_after_s - time.monotonic()))
@@ -325,6 +344,8 @@ class SqlJournal:
 
     def _connect(self) -> Connection:
         if self._connection is None:
+            if self._lock is not None:
+                self._lock.ensure()  # a lost session lost the lock too: take it again first
             self._connection = self._engine.connect()
         return self._connection
 
@@ -344,15 +365,42 @@ class SqlJournal:
             raise _Unreachable(error) from error
 
 
+# SQLSTATE classes of PostgreSQL errors that are the database's state, not the unit's fault:
+# connection exception, transaction rollback (serialization failure, deadlock), insufficient
+# resources (disk full, out of memory, too many connections), operator intervention (admin or
+# crash shutdown, cannot connect now), system error (I/O). Anything else the server answers
+# (data exception 22, integrity 23, program limit 54: a 3 KB duplicate id over the index row
+# limit, syntax 42...) is the unit's own fault: retrying it cannot help, and waiting on it would
+# stall every unit behind it.
+_PG_OUTAGE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+# SQLite primary result codes that say the same (the file, not the unit): busy, locked, I/O
+# error, disk full, cannot open, read-only (a file system remounted read-only), protocol.
+_SQLITE_OUTAGE_CODES = frozenset({5, 6, 8, 10, 13, 14, 15})
+
+
 def _unreachable(error: BaseException, sqlite: bool) -> bool:
+    """Is `error` an outage of the database (retry the same work later) rather than a fault of
+    the unit being applied (fail that unit alone)?"""
+    if isinstance(error, (StoreUnreachable, StoreLockLost)):
+        return True
     if isinstance(error, DBAPIError):
         if error.connection_invalidated:
             return True
+        orig = error.orig
         if sqlite:
-            text = str(error.orig).lower()
+            code = getattr(orig, "sqlite_errorcode", None)
+            if code is not None:
+                return (code & 0xFF) in _SQLITE_OUTAGE_CODES
+            text = str(orig).lower()
             return isinstance(error, OperationalError) and any(
-                word in text for word in ("locked", "busy", "disk i/o", "unable to open"))
-        return isinstance(error, (OperationalError, InterfaceError))
+                word in text for word in ("locked", "busy", "disk i/o", "unable to open", "full"))
+        if isinstance(error, InterfaceError):
+            return True  # the connection is closed or broken
+        sqlstate = getattr(orig, "sqlstate", None)
+        if sqlstate is None:
+            # No answer from the server at all (connection lost mid-statement, connect failed).
+            return isinstance(error, OperationalError)
+        return sqlstate[:2] in _PG_OUTAGE_CLASSES
     return isinstance(error, (ConnectionError, TimeoutError))
 
 
@@ -380,7 +428,7 @@ class MemoryJournal:
         self._post = post
         self._stats = StatsCounter()
 
-    def recover(self, *, window: int | None = None) -> Recovered:
+    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
         return Recovered(addresses=[], queues=[], references={}, next_message_id=1)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:

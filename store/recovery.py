@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, func, select
 
+from broker.core.flow import REF_OVERHEAD_BYTES
 from broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
 
 from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
@@ -19,10 +20,13 @@ _MESSAGE_COLUMNS = (
 )
 
 
-def recover(engine: Engine, *, window: int | None = None) -> Recovered:
+def recover(engine: Engine, *, window: int | None = None,
+            max_bytes: int | None = None) -> Recovered:
     """Addresses, queues and each queue's references in order; `next_message_id` after the
     highest stored message id. With `window`, at most that many references per queue are
-    returned (the rest stay in the store for `read_page`)."""
+    returned, and with `max_bytes` at most about that many bytes of messages (with each
+    reference's overhead) in all, shared evenly by the queues; the rest stays in the store for
+    `read_page` (those queues are in `Recovered.more`)."""
     with engine.connect() as connection:
         address_records = [
             AddressRecord(
@@ -37,8 +41,13 @@ def recover(engine: Engine, *, window: int | None = None) -> Recovered:
         queue_rows = list(connection.execute(select(queues).order_by(queues.c.id)))
         queue_records = [queue_record(row) for row in queue_rows]
         references: dict[str, list[StoredReference]] = {}
+        more: set[str] = set()
+        share = None if max_bytes is None else max(0, max_bytes // max(1, len(queue_rows)))
         for row in queue_rows:
-            references[row.name] = _references(connection, row.id, 0, window)
+            refs = references[row.name] = _references(connection, row.id, 0, window, share)
+            if (window is not None and len(refs) >= window) or (
+                    share is not None and _has_more(connection, row.id, refs)):
+                more.add(row.name)
         # Ids must not repeat after a restart while records still name them (retention,
         # acknowledgements, dead letters).
         highest = max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
@@ -53,6 +62,7 @@ def recover(engine: Engine, *, window: int | None = None) -> Recovered:
         references=references,
         next_message_id=(highest or 0) + 1,
         duplicate_ids=remembered,
+        more=frozenset(more),
     )
 
 
@@ -76,8 +86,16 @@ def queue_record(row) -> QueueRecord:
     )
 
 
+def _has_more(connection: Connection, queue_id: int, refs: list[StoredReference]) -> bool:
+    after = refs[-1].message.id if refs else 0
+    return connection.execute(
+        select(message_refs.c.message_id)
+        .where(message_refs.c.queue_id == queue_id, message_refs.c.message_id > after)
+        .limit(1)).first() is not None
+
+
 def _references(connection: Connection, queue_id: int, after: int,
-                limit: int | None) -> list[StoredReference]:
+                limit: int | None, max_bytes: int | None = None) -> list[StoredReference]:
     query = (
         select(message_refs.c.delivery_count, *_MESSAGE_COLUMNS)
         .join(messages, messages.c.id == message_refs.c.message_id)
@@ -86,19 +104,35 @@ def _references(connection: Connection, queue_id: int, after: int,
     )
     if limit is not None:
         query = query.limit(limit)
-    return [
-        StoredReference(
-            message=MessageRecord(
-                id=row.id,
-                address=row.address,
-                encoded=bytes(row.encoded),
-                routing_type=row.routing_type,
-                priority=row.priority,
-                expiration=row.expiration,
-                scheduled_time=row.scheduled_time,
-                arrival=row.arrival,
-            ),
-            delivery_count=row.delivery_count,
-        )
-        for row in connection.execute(query)
-    ]
+    if max_bytes is not None:
+        return _within(connection.execute(query), max_bytes)
+    return [_stored(row) for row in connection.execute(query)]
+
+
+def _stored(row) -> StoredReference:
+    return StoredReference(
+        message=MessageRecord(
+            id=row.id,
+            address=row.address,
+            encoded=bytes(row.encoded),
+            routing_type=row.routing_type,
+            priority=row.priority,
+            expiration=row.expiration,
+            scheduled_time=row.scheduled_time,
+            arrival=row.arrival,
+        ),
+        delivery_count=row.delivery_count,
+    )
+
+
+def _within(rows, max_bytes: int) -> list[StoredReference]:
+    """References from `rows` while their messages (with each one's overhead) fit in
+    `max_bytes`: the rows are streamed, the rest never read."""
+    out: list[StoredReference] = []
+    used = 0
+    for row in rows:
+        used += len(row.encoded) + REF_OVERHEAD_BYTES
+        if used > max_bytes:
+            break
+        out.append(_stored(row))
+    return out

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 PAGE, BLOCK, FAIL, DROP = "page", "block", "fail", "drop"
 RESUME_AT = 0.9  # blocked producers resume below this share of a limit
+# Memory a queued message takes besides its encoded bytes (Ref, Message and its decoded
+# envelope, the backlog's entry): measured at about 410 bytes; the memory limit counts it.
+REF_OVERHEAD_BYTES = 512
 
 
 def default_memory_limit() -> int:

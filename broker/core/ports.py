@@ -173,6 +173,8 @@ class Recovered:
     next_message_id: int
     # address -> duplicate ids remembered for it, oldest first
     duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
+    # queues with more references in the store than `references` holds (read by paging)
+    more: frozenset[str] = frozenset()
 
 
 class Journal(Protocol):
@@ -188,8 +190,9 @@ class Journal(Protocol):
         `done(error)` if it could not be (nothing of the unit was applied)."""
 
     def read_page(self, queue: str, after_message_id: int, limit: int,
-                  done: Callable[[list[StoredReference]], None]) -> None:
-        """Read up to `limit` references of `queue` with message id > after_message_id, in order."""
+                  done: Callable[[list[StoredReference] | BaseException], None]) -> None:
+        """Read up to `limit` references of `queue` with message id > after_message_id, in order;
+        `done(error)` if the store could not (the caller tries again later)."""
 
     def close(self) -> None:
         """Finish every submitted unit (calling its `done`), then release the database."""
@@ -204,7 +207,9 @@ class Spool(Protocol):
         """Keep one more message of `queue`, after the others."""
 
     def read(self, queue: str, limit: int) -> list[StoredReference]:
-        """Take up to `limit` of the oldest messages kept for `queue` (they are gone from here)."""
+        """Take up to `limit` of the oldest messages kept for `queue` (they are gone from here).
+        Raises OSError (nothing taken) when the files cannot be read; `append` raises OSError
+        (nothing kept) when they cannot be written."""
 
     def drop(self, queue: str) -> None:
         """Forget every message kept for `queue` (it was deleted)."""

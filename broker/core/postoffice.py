@@ -13,10 +13,10 @@ from typing import Callable
 from . import ports
 from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
-from .errors import AddressNotFound, QueueNotFound
+from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
 from . import moves
-from .flow import DROP, FAIL, FlowControl
+from .flow import DROP, FAIL, REF_OVERHEAD_BYTES, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -59,7 +59,10 @@ class PostOffice:
         self.flow = FlowControl(self)
         self.timers = None if call_at is not None else NoTimers()
         self.call_at = call_at or self.timers.call_at
-        self.memory_used = 0  # bytes of messages on all queues
+        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
+        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
+        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
+        self.ref_overhead = REF_OVERHEAD_BYTES
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
@@ -412,21 +415,17 @@ class PostOffice:
             if durable:
                 ops.append(ports.AddMessage(self.message_record(message)))
                 ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
+        for r in refs:
+            r.queue.pending += 1  # no auto-delete until the refs are on their queues (_place)
         if not ops and not self._unconfirmed:
-            for r in refs:
-                if r.paged:
-                    r.queue.page_out(r)
-                else:
-                    r.queue.enqueue(r)
+            failed = self._place(refs)
             if done is not None:
-                done(None)
+                done(failed)
             return
         # Through the journal: a durable message is stored first; a non-durable one that arrives
         # while durable messages are still being written goes through as an empty unit, so that
         # messages reach their queues in the order they arrived.
         self._unconfirmed += 1
-        for r in refs:
-            r.queue.pending += 1  # no auto-delete until the unit is on the queue
 
         def committed(error: BaseException | None) -> None:
             self._unconfirmed -= 1
@@ -446,11 +445,14 @@ class PostOffice:
         self.journal.submit(ops, committed)
 
     def _place(self, refs: list[Ref]) -> BaseException | None:
-        """Committed refs onto their queues. A queue deleted while the unit was written (an
-        unsubscribe, a management delete) takes nothing; when that leaves the message on no
-        queue and one of them was anycast, the send is refused (QueueNotFound), never
-        `accepted` and stored nowhere. Multicast subscriptions that went are a drop by design."""
-        placed = 0
+        """Committed refs onto their queues, the paged ones first: paging to the spool can fail
+        (disk full), and then the send fails with a condition (returned) rather than hang or
+        vanish; the queue keeps paging what comes next. A queue deleted while the unit was
+        written (an unsubscribe, a management delete) takes nothing; when that leaves the
+        message on no queue and one of them was anycast, the send is refused (QueueNotFound),
+        never `accepted` and stored nowhere. Multicast subscriptions that went are a drop by
+        design."""
+        live: list[Ref] = []
         lost: Queue | None = None
         for r in refs:
             q = r.queue
@@ -459,12 +461,18 @@ class PostOffice:
                 if q.routing_type == ANYCAST:
                     lost = q
                 continue
-            placed += 1
+            live.append(r)
+        for r in live:
             if r.paged:
-                q.page_out(r)
-            else:
-                q.enqueue(r)
-        if lost is not None and not placed:
+                try:
+                    r.queue.page_out(r)
+                except OSError as error:
+                    log.error("queue %s: paging a message failed: %s", r.queue.name, error)
+                    return ResourceLimitExceeded(f"paging to disk failed: {error.strerror or error}")
+        for r in live:
+            if not r.paged:
+                r.queue.enqueue(r)
+        if lost is not None and not live:
             log.warning("queue %s was deleted while a message for it was being stored", lost.name)
             return QueueNotFound(f"queue {lost.name} was deleted")
         return None
@@ -497,10 +505,11 @@ class PostOffice:
             arrival=message.arrival)
 
     # -- accounting, dead letters, expiry ------------------------------------------------------------
-    def account(self, address: Address, delta: int) -> None:
-        """Bytes of messages on the queues of `address` (flow control, memory limit)."""
+    def account(self, address: Address, delta: int, refs: int = 0) -> None:
+        """Bytes of messages on the queues of `address` (flow control); the memory limit also
+        counts each ref's estimated Python overhead (`ref_overhead`)."""
         address.size += delta
-        self.memory_used += delta
+        self.memory_used += delta + refs * self.ref_overhead
         if delta < 0:
             self.flow.released()
 
@@ -538,8 +547,8 @@ class PostOffice:
                 if message is None:
                     message = shared[s.message.id] = make_message(s.message)
                 queue.recover(Ref(message, queue, s.delivery_count))
-            if window is not None and len(stored) >= window:
-                queue.paged = -1  # more in the store than the window: read on as it drains
+            if queue_name in recovered.more or (window is not None and len(stored) >= window):
+                queue.paged = -1  # more in the store than was read: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
         self.duplicates.load(recovered.duplicate_ids)
 

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 Done = Callable[[BaseException | None], None]
 log = logging.getLogger("hermod.core")
 
-GROUP_CLOSE = (-1, 0xFFFFFFFF)
+GROUP_CLOSE = (-1, 0xFFFFFFFF)  # group-sequence read as signed 32-bit: -1 closes the group
 MAX_GROUPS = 10_000  # message groups remembered per queue (group -> consumer)
-PAGE_WINDOW = 1000  # messages of a paging queue kept in memory  # group-sequence read as signed 32-bit: -1 closes the group
+PAGE_WINDOW = 1000  # messages of a paging queue kept in memory (waiting or out with consumers)
+PAGE_RETRY_MS = (100, 30_000)  # a failed page read is tried again after this (doubling) delay
+PAGE_MEMORY_SHARE = 0.8  # no paging in while the broker's messages use this share of its limit
 # Messages a selector/group dispatch pass looks at before it lets the loop serve others (it
 # carries on at the next turn): a new selector over a million-message backlog never freezes it.
 SCAN_BUDGET = 1000
@@ -90,9 +92,11 @@ class Queue:
         self.acked = 0
         self.expired = 0
         self.size = 0  # bytes of messages on this queue in memory (waiting, scheduled, delivering)
+        self.held = 0  # refs of this queue in memory (their overhead counts against the limit)
         self.paged = 0  # messages in the store only (page policy); -1: unknown, read until empty
         self._cursor = 0  # highest message id this queue has had in memory
         self._reading = False
+        self._page_retry_ms = 0  # delay before the next try after a failed page read
         self.deleted = False
         self.pending = 0  # refs posted through the journal, not yet on the queue (no auto-delete)
         self.ever_consumed = False
@@ -142,7 +146,7 @@ class Queue:
         message = ref.message
         if message.id > self._cursor:
             self._cursor = message.id
-        self._account(message.size)
+        self._account(message.size, 1)
         if self.last_value_key is not None:
             self._replace_last_value(ref)
         if not self._groups_seen and message.group_id is not None:
@@ -159,30 +163,59 @@ class Queue:
 
     def page_out(self, ref: Ref) -> None:
         """Page policy: the ref is in the store (or the spool) only; read back when the window
-        drains."""
-        self.added += 1
-        if self.paged >= 0:
-            self.paged += 1
+        drains. Raises OSError when the spool cannot keep it (nothing changed then)."""
         if not self.stores:
             po = self.postoffice
             po.spool.append(self.name, ports.StoredReference(po.message_record(ref.message),
                                                              ref.delivery_count))
+        self.added += 1
+        if self.paged >= 0:
+            self.paged += 1
 
     def _page_in(self) -> None:
-        """Read the next window of paged messages when the one in memory runs low."""
-        if self._reading or not self.paged or len(self.backlog) >= PAGE_WINDOW // 2 or self.deleted:
+        """Read the next window of paged messages when the one in memory runs low. What is in
+        memory counts messages out with consumers too, so a consumer with endless credit that
+        never settles cannot page a whole queue in; nor does paging in go past the broker's
+        memory limit (it waits for memory to be released)."""
+        if self._reading or not self.paged or self.deleted or self.held >= PAGE_WINDOW // 2:
             return
-        self._reading = True
         po = self.postoffice
+        room = po.flow.memory_limit * PAGE_MEMORY_SHARE - po.memory_used
+        if room <= 0:
+            po.flow.wait(self, self._page_in)  # called again once messages leave memory
+            return
+        limit = PAGE_WINDOW - self.held
+        if self.held:  # by the size of what is in memory, as many as fit in the room left
+            limit = max(1, min(limit, int(room // (self.size / self.held + po.ref_overhead))))
+        self._reading = True
         if self.stores:
-            po.journal.read_page(self.name, self._cursor, PAGE_WINDOW, self._paged_in)
-        else:
-            self._paged_in(po.spool.read(self.name, PAGE_WINDOW))
+            po.journal.read_page(self.name, self._cursor, limit,
+                                 lambda stored: self._paged_in(stored, limit))
+            return
+        try:
+            stored = po.spool.read(self.name, limit)
+        except OSError as error:
+            self._paged_in(error)
+            return
+        self._paged_in(stored, limit)
 
-    def _paged_in(self, stored: list) -> None:
+    def _page_in_later(self, error: BaseException) -> None:
+        """A page read failed: the messages are still where they were paged to; try again."""
+        delay = self._page_retry_ms = min(max(self._page_retry_ms * 2, PAGE_RETRY_MS[0]),
+                                          PAGE_RETRY_MS[1])
+        log.error("queue %s: paging in failed (%s); trying again in %.1f s", self.name, error,
+                  delay / 1000)
+        po = self.postoffice
+        po.call_at(po.clock.now_ms() + delay, self._page_in)
+
+    def _paged_in(self, stored: list | BaseException, limit: int | None = None) -> None:
         self._reading = False
         if self.deleted:
             return
+        if isinstance(stored, BaseException):
+            self._page_in_later(stored)
+            return
+        self._page_retry_ms = 0
         if not stored:
             self.paged = 0  # nothing more in the store
             return
@@ -192,7 +225,7 @@ class Queue:
             ref.durable = self.stores
             self.paged -= 1 if self.paged > 0 else 0
             self.recover(ref)
-        if self.paged == 0 and len(stored) == PAGE_WINDOW:
+        if self.paged == 0 and (limit is None or len(stored) >= limit):
             self.paged = -1  # more than we counted (after a restart): keep reading
         self._page_in()
 
@@ -209,9 +242,10 @@ class Queue:
         if self.consumers:
             self.postoffice.schedule(self)
 
-    def _account(self, size: int) -> None:
+    def _account(self, size: int, refs: int) -> None:
         self.size += size
-        self.postoffice.account(self.address, size)
+        self.held += refs
+        self.postoffice.account(self.address, size, refs)
 
     def _replace_last_value(self, ref: Ref) -> None:
         """Last-value queue: a newer message with the same key replaces a waiting older one."""
@@ -230,7 +264,7 @@ class Queue:
 
     def _forget(self, ref: Ref) -> None:
         """The ref has left the queue for good (acknowledged, replaced, moved)."""
-        self._account(-ref.message.size)
+        self._account(-ref.message.size, -1)
         if self.last_value_key is not None:
             key = ref.message.application_properties.get(self.last_value_key)
             try:
@@ -562,7 +596,7 @@ class Queue:
             return
         if acked:
             self.acked -= 1
-        self._account(ref.message.size)
+        self._account(ref.message.size, 1)
         ref.delivery_count -= 1
         self.restore([ref])
 
@@ -639,8 +673,9 @@ class Queue:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.postoffice.account(self.address, -self.size)
+        self.postoffice.account(self.address, -self.size, -self.held)
         self.size = 0
+        self.held = 0
         self.backlog.clear()
         self.scheduled.clear()
         if self.paged and not self.stores and self.postoffice.spool is not None:

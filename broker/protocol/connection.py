@@ -63,6 +63,9 @@ class Connection:
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn
+        # Client settlements (acknowledgements) on their way to the store: while any is, the
+        # connection neither reads nor writes, so no answer leaves before they are stored.
+        self.store_holds = 0
         self._last_tick = 0
         self._tick_handle = None
         self._tick_deadline = 0
@@ -259,10 +262,23 @@ class Connection:
         self._detach_links(lambda link: True, session_end=True)
         self._close_with(conditions.CONNECTION_FORCED, "broker shutting down")
 
+    def hold_for_store(self) -> None:
+        """A settlement of this client is being stored: hold output, stop reading."""
+        self.store_holds += 1
+        if self.store_holds == 1 and not self.closed:
+            self.socket.pause_reading()
+
+    def release_store_hold(self) -> None:
+        self.store_holds -= 1
+        if self.store_holds == 0 and not self.closed:
+            self.socket.resume_reading()
+            self.server.mark(self)
+
     # -- output ------------------------------------------------------------------------------
     def flush(self) -> None:
-        """Write all the transport's pending output, and re-arm the idle-timeout tick."""
-        if self.closed:
+        """Write all the transport's pending output, and re-arm the idle-timeout tick. Held
+        while settlements of this client are being stored (`hold_for_store`)."""
+        if self.closed or self.store_holds:
             return
         t = self.transport
         write = self.socket.write

@@ -261,7 +261,7 @@ class ConsumerLink:
         queue = ref.queue
         if state == PN_ACCEPTED or (settled and state == 0):
             del self.deliveries[d]
-            queue.acknowledge(ref, self._settler(d, ref, acked=True))
+            self._until_stored(queue.acknowledge, ref, self._settler(d, ref, acked=True))
             return
         if state == PN_RELEASED:
             del self.deliveries[d]
@@ -273,7 +273,7 @@ class ConsumerLink:
                           undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
         elif state == PN_REJECTED:
             del self.deliveries[d]
-            queue.reject(ref, self._settler(d, ref, acked=False))
+            self._until_stored(queue.reject, ref, self._settler(d, ref, acked=False))
             return
         elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
             coordinator.acquire(self, d, ref, settled)
@@ -281,6 +281,27 @@ class ConsumerLink:
         else:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
+
+    def _until_stored(self, outcome, ref, settle) -> None:
+        """Apply a client's acknowledgement (or rejection) and, while the store commits it,
+        hold the connection's answers: nothing the broker says after the client settled may
+        reach it before the settlement is stored (contract, "Delivery guarantees"): not the
+        answer to a close, not a later round trip."""
+        conn = self.conn
+        state = [False, False]  # completed, holding
+
+        def done(error: BaseException | None) -> None:
+            state[0] = True
+            try:
+                settle(error)
+            finally:
+                if state[1]:
+                    conn.release_store_hold()
+
+        outcome(ref, done)
+        if not state[0]:  # on its way to the store
+            state[1] = True
+            conn.hold_for_store()
 
     def _settler(self, d, ref, acked: bool):
         def settle(error: BaseException | None) -> None:
