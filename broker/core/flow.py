@@ -26,10 +26,7 @@ RESUME_AT = 0.9  # blocked producers resume below this share of a limit
 
 
 def default_memory_limit() -> int:
-    """HERMOD_MAX_MEMORY_MB, else a quarter of the machine's memory (256 MiB to 8 GiB)."""
-    configured = os.environ.get("HERMOD_MAX_MEMORY_MB")
-    if configured:
-        return int(configured) * 1024 * 1024
+    """A quarter of the machine's memory (256 MiB to 8 GiB); `[server] max_memory_mb` overrides."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

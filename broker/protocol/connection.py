@@ -32,6 +32,8 @@ log = logging.getLogger("hermod.connection")
 
 READ_CHUNK = 256 * 1024
 TICK_EVERY_MS = 100
+EMPTY_FRAME = b"\x00\x00\x00\x08\x02\x00\x00\x00"  # AMQP heartbeat: size 8, doff 2, type 0, channel 0
+KEEPALIVE_SHARE = 3  # an empty frame after a third of the peer's idle timeout without output
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 E = lib  # event type constants live on the lib
@@ -66,6 +68,10 @@ class Connection:
         self._last_tick = 0
         self._tick_handle = None
         self._tick_deadline = 0
+        self._handshake_handle = None
+        self._keepalive_s = 0.0  # a third of the idle timeout the peer advertised; 0: none
+        self._keepalive_handle = None
+        self._last_write = 0.0
         self.conn = lib.pn_connection()
         self.transport = lib.pn_transport()
         self.collector = lib.pn_collector()
@@ -89,8 +95,8 @@ class Connection:
         self.server.connections.add(self)
         # Proton's idle timeout only runs once the AMQP open is exchanged: a peer that stalls in
         # the protocol header or SASL would otherwise hold the socket for ever.
-        self._tick_handle = self.server.loop.call_later(cfg.idle_timeout_s if cfg.idle_timeout_s > 0 else 30.0,
-                                                        self._handshake_deadline)
+        self._handshake_handle = self.server.loop.call_later(
+            cfg.idle_timeout_s if cfg.idle_timeout_s > 0 else 30.0, self._handshake_deadline)
         log.debug("connection from %s", self.peer)
 
     def data_received(self, data: bytes) -> None:
@@ -241,6 +247,11 @@ class Connection:
         obj2dat(PropertyDict({symbol("product"): "hermod", symbol("version"): __version__}),
                 lib.pn_connection_properties(c))
         lib.pn_connection_open(c)
+        remote_idle_ms = lib.pn_transport_get_remote_idle_timeout(self.transport)
+        if remote_idle_ms:
+            self._keepalive_s = remote_idle_ms / 1000.0 / KEEPALIVE_SHARE
+            self._last_write = self.server.loop.time()
+            self._keepalive_handle = self.server.loop.call_later(self._keepalive_s, self._keepalive)
 
     def _detach_links(self, which, session_end: bool) -> None:
         for link in [l for l in self.links if which(l)]:
@@ -266,6 +277,7 @@ class Connection:
             return
         t = self.transport
         write = self.socket.write
+        wrote = False
         while True:
             pending = lib.pn_transport_pending(t)
             if pending < 0:
@@ -284,28 +296,55 @@ class Connection:
                 break
             write(ffi.buffer(self._out, n)[:])
             lib.pn_transport_pop(t, n)
+            wrote = True
+        if wrote and self._keepalive_s:
+            self._last_write = self.server.loop.time()
         self._arm_tick()
 
     def _handshake_deadline(self) -> None:
-        self._tick_handle = None
+        self._handshake_handle = None
         if not self.closed and not self.opened:
             log.info("connection %s did not open in time; dropping it", self.peer)
             self.socket.close()
-        else:
-            self._arm_tick()
 
     def _arm_tick(self) -> None:
+        """Keep one timer at the transport's next deadline: the peer's idle timeout (an empty
+        frame is due at half of what it advertised) or ours. Asked after every flush, at most
+        every TICK_EVERY_MS, and kept when the timer already fires at or before the deadline."""
+        if not self.opened or self.closed:
+            return
         loop = self.server.loop
         now = int(loop.time() * 1000)
-        if now - self._last_tick < TICK_EVERY_MS and self._tick_handle is not None:
-            return  # idle-timeout deadlines move by seconds: no need to ask on every flush
+        if self._tick_handle is not None and now - self._last_tick < TICK_EVERY_MS:
+            return
         self._last_tick = now
         deadline = lib.pn_transport_tick(self.transport, now)
-        if deadline and deadline != self._tick_deadline and self.opened:
-            if self._tick_handle is not None:
-                self._tick_handle.cancel()
-            self._tick_deadline = deadline
-            self._tick_handle = loop.call_at(deadline / 1000.0, self._on_tick)
+        if not deadline:
+            return
+        if self._tick_handle is not None:
+            if self._tick_deadline <= deadline:
+                return
+            self._tick_handle.cancel()
+        self._tick_deadline = deadline
+        self._tick_handle = loop.call_at(deadline / 1000.0, self._on_tick)
+
+    def _keepalive(self) -> None:
+        """Proton sends its empty frame only at exactly half the peer's idle timeout, measured
+        from the tick that saw the last output (our ticks are throttled, so later still): a
+        peer could go 3 s without a frame on a 3 s timeout. So the connection keeps its own
+        promise: after a third of it without output, an empty frame. Output is always flushed
+        whole, so the socket is at a frame boundary here."""
+        self._keepalive_handle = None
+        if self.closed:
+            return
+        loop = self.server.loop
+        due = self._last_write + self._keepalive_s
+        now = loop.time()
+        if due <= now:
+            self.socket.write(EMPTY_FRAME)
+            self._last_write = now
+            due = now + self._keepalive_s
+        self._keepalive_handle = loop.call_at(due, self._keepalive)
 
     def _on_tick(self) -> None:
         self._tick_handle = None
@@ -313,12 +352,13 @@ class Connection:
         if self.closed:
             return
         lib.pn_transport_tick(self.transport, int(self.server.loop.time() * 1000))
-        self.process()
+        self.process()  # marks the connection: the flush writes any empty frame and re-arms
 
     def _release(self) -> None:
-        if self._tick_handle is not None:
-            self._tick_handle.cancel()
-            self._tick_handle = None
+        for handle in (self._tick_handle, self._handshake_handle, self._keepalive_handle):
+            if handle is not None:
+                handle.cancel()
+        self._tick_handle = self._handshake_handle = self._keepalive_handle = None
         self._detach_links(lambda link: True, session_end=True)
         self.closed = True
         self.server.connections.discard(self)

@@ -29,7 +29,7 @@ from proton import Message as AmqpMessage
 from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.message import Message
-from ..core.transactions import Transaction, Transactions, UnknownTransaction, default_timeout_s
+from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ class CoordinatorLink:
         self.postoffice = conn.broker.postoffice
         self.name = cproton.pn_link_name(link)
         self.active = True
-        self.timeout = default_timeout_s()
+        self.timeout = conn.broker.config.server.transaction_timeout_s
         self._timer = None
 
     @classmethod

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 
@@ -16,9 +15,6 @@ from .connection import Connection
 from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
-
-# How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
-EXPIRY_SCAN_S = float(os.environ.get("HERMOD_EXPIRY_SCAN_MS", "5000")) / 1000.0
 
 
 class Server:
@@ -33,6 +29,11 @@ class Server:
         self._listener: asyncio.base_events.Server | None = None
         self._stopping = asyncio.Event()
         self._scan = None
+        cfg = broker.config.server
+        # How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
+        self.expiry_scan_s = cfg.expiry_scan_ms / 1000.0
+        if cfg.max_memory_mb is not None:
+            broker.postoffice.flow.memory_limit = cfg.max_memory_mb * 1024 * 1024
         broker.postoffice.after_dispatch.append(self.flush)
 
     # -- output batching -----------------------------------------------------------------------
@@ -72,10 +73,10 @@ class Server:
             self.broker.postoffice.expire_scan()
             self.flush()
         finally:
-            self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
+            self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
+        self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
         self._listener = await self.loop.create_server(lambda: Connection(self), host, port,
                                                        reuse_address=True, backlog=1024)
         sock = self._listener.sockets[0].getsockname()
