@@ -36,7 +36,8 @@ class ConsumerLink:
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
-                 "active", "opened", "expiry_policy", "browser", "durable_subscription", "name")
+                 "active", "opened", "expiry_policy", "browser", "durable_subscription", "name",
+                 "committing")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -45,6 +46,10 @@ class ConsumerLink:
         self.consumers: list = []  # one, or one per part of a client-side composite source
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
+        # Deliveries whose acknowledgement (or rejection) is being stored: only the store's
+        # answer settles them. Settling one earlier (the peer settles again) would let Proton
+        # free it under the pending callback.
+        self.committing: set = set()
         self.active = True  # False once detached: late store completions must not touch the link
         self.opened = False  # the attach is answered (after the store has its new queues)
         self._tag = ffi.new("uint64_t[1]")
@@ -239,6 +244,8 @@ class ConsumerLink:
         if not lib.pn_delivery_updated(d) and not lib.pn_delivery_settled(d):
             return
         if d not in self.deliveries:
+            if d in self.committing:
+                return  # settled when its acknowledgement is stored
             if lib.pn_delivery_settled(d):
                 coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
                 lib.pn_delivery_settle(d)
@@ -276,7 +283,10 @@ class ConsumerLink:
         lib.pn_delivery_settle(d)
 
     def _settler(self, d, ref, acked: bool):
+        self.committing.add(d)
+
         def settle(error: BaseException | None) -> None:
+            self.committing.discard(d)
             if error is not None:
                 # Not committed: the message is still in the store, so it stays on the queue
                 # and the delivery stays unsettled (the client must not take it as final).
@@ -331,6 +341,7 @@ class ConsumerLink:
         self.active = False
         consumers, self.consumers = self.consumers, []
         self.deliveries.clear()
+        self.committing.clear()  # the engine frees the link's deliveries; callbacks see active
         closes = closed or self.expiry_policy == "link-detach" or (
             session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
         for consumer in consumers:

@@ -11,7 +11,9 @@ import logging
 import signal
 import sys
 
-from .connection import Connection
+from cproton_ffi import ffi
+
+from .connection import OUT_CHUNK, Connection
 from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
@@ -29,6 +31,8 @@ class Server:
         self._listener: asyncio.base_events.Server | None = None
         self._stopping = asyncio.Event()
         self._scan = None
+        self._out = ffi.new("char[]", 64 * 1024)
+        self._out_size = 64 * 1024
         cfg = broker.config.server
         # How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
         self.expiry_scan_s = cfg.expiry_scan_ms / 1000.0
@@ -44,6 +48,14 @@ class Server:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._turn)
+
+    def out_buffer(self, pending: int):
+        """The one buffer every connection copies its output through (all on this thread):
+        grown up to OUT_CHUNK for big output, never one per connection."""
+        if pending > self._out_size and self._out_size < OUT_CHUNK:
+            self._out_size = min(max(pending, self._out_size * 2), OUT_CHUNK)
+            self._out = ffi.new("char[]", self._out_size)
+        return self._out, self._out_size
 
     def unmark(self, conn: Connection) -> None:
         self._marked.pop(conn, None)

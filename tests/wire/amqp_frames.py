@@ -54,7 +54,9 @@ def frame(channel: int, body: bytes, frame_type: int = 0) -> bytes:
 
 def message(body: bytes) -> bytes:
     """A bare message: one data section."""
-    return encode(0x75, [body])
+    d = Data()
+    d.put_object(Described(ulong(0x75), body))
+    return d.encode()
 
 
 class FrameClient:
