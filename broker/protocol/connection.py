@@ -150,6 +150,7 @@ class Connection:
         """The socket's buffer is over the high-water mark: the client reads slower than we
         write. Stop sending to it and stop reading from it until it catches up."""
         self.writing_paused = True
+        log.debug("connection %s: output backed up; not reading from it until it drains", self.peer)
         for handler in self.links.values():
             handler.set_blocked(True)
         if not self.closed:

@@ -10,6 +10,7 @@ import socket
 import struct
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from proton import Data, Described, symbol, uint, ulong
 
@@ -160,3 +161,35 @@ class FrameClient:
             frame(channel, encode(TRANSFER, [uint(handle), uint(first_id + i), struct.pack(">I", first_id + i),
                                              uint(0), False, False]) + message(body))
             for i, body in enumerate(bodies)))
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def link_credit_limit(flow) -> int | None:
+    """delivery-count + link-credit of a link flow frame: how many transfers it allows in all."""
+    f = flow.fields
+    if len(f) > 6 and f[4] is not None and f[6] is not None:
+        return int(f[5] or 0) + int(f[6])
+    return None
+
+
+def settled_count(disposition) -> int:
+    """How many deliveries a disposition frame covers (first .. last)."""
+    first, last = disposition.fields[1], disposition.fields[2]
+    return int(last if last is not None else first) - int(first) + 1
+
+
+def open_sender(client: FrameClient, address: str, channel: int = 0, handle: int = 0) -> int:
+    """Attach a sending link; the credit the broker grants with it."""
+    reply = client.attach_sender(channel, handle, address)
+    assert reply.fields[6] is not None, "attach refused"
+    while True:
+        f = client.read()
+        if f.code == FLOW and link_credit_limit(f) is not None:
+            return link_credit_limit(f)
+        assert f.code != DETACH, f.fields
