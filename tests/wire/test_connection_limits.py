@@ -5,6 +5,8 @@ other client, carry on. Ended sessions are freed; a client that never reads is n
 from __future__ import annotations
 
 import fcntl
+import subprocess
+import sys
 import select
 import struct
 import termios
@@ -192,3 +194,30 @@ def test_a_client_that_never_reads_is_not_read_either(start_broker):
     assert receive_bodies(producer.create_receiver("limits.other"), 1) == ["served"]
     producer.close()
     client.close()
+
+
+@pytest.mark.parametrize("table, line, key", [
+    ("server", "max_connections = 0", "server.max_connections"),
+    ("server", "max_links_per_connection = \"many\"", "server.max_links_per_connection"),
+    ("server", "max_memory_mb = -1", "server.max_memory_mb"),
+    ("server", "expiry_scan_ms = 0", "server.expiry_scan_ms"),
+    ("server", "transaction_timeout_s = true", "server.transaction_timeout_s"),
+    ("store", "give_up_s = 0", "store.give_up_s"),
+])
+def test_a_bad_limit_is_one_line_and_exit_2(tmp_path, table, line, key):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(f"[{table}]\n{line}\n")
+    done = subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--config", str(cfg)],
+                          capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and key in done.stderr
+
+
+def test_the_limits_and_knobs_are_config_keys(start_broker):
+    b = start_broker(config="[server]\nmax_connections = 50\nmax_sessions_per_connection = 8\n"
+                            "max_links_per_connection = 16\nmax_memory_mb = 64\nexpiry_scan_ms = 1000\n"
+                            "transaction_timeout_s = 10\n[store]\ngive_up_s = 5\n")
+    conn = connect(b.url)
+    send(conn, "limits.keys", ["ok"])
+    assert receive_bodies(conn.create_receiver("limits.keys"), 1) == ["ok"]
+    conn.close()
