@@ -47,7 +47,7 @@ def test_a_connection_over_max_connections_is_closed_and_the_others_carry_on(sta
     with pytest.raises(ConnectionException) as e:
         connect(b.url)
     assert LIMIT in str(e.value)
-    assert logged(b, "max_connections")
+    wait_for(lambda: logged(b, "max_connections"), message="the log line")
     for i, c in enumerate(conns):
         send(c, f"limits.c{i}", [i])
         assert receive_bodies(c.create_receiver(f"limits.c{i}"), 1) == [i]
@@ -73,7 +73,7 @@ def test_a_session_over_the_limit_is_ended_and_the_others_carry_on(start_broker)
     client.expect(BEGIN)
     end = client.expect(END)
     assert end.channel == 4 and end.error(0) == LIMIT
-    assert logged(b, "max_sessions_per_connection")
+    wait_for(lambda: logged(b, "max_sessions_per_connection"), message="the log line")
     open_sender(client, "limits.sessions", channel=3, handle=0)
     assert accepted(client, 3, 0, 0, b"still here")
     client.close()
@@ -92,7 +92,7 @@ def test_a_link_over_the_limit_is_refused_and_the_others_carry_on(start_broker):
     refused = client.attach_sender(0, 5, "limits.links.5")
     assert refused.fields[6] is None
     assert client.expect(DETACH).error(2) == LIMIT
-    assert logged(b, "max_links_per_connection")
+    wait_for(lambda: logged(b, "max_links_per_connection"), message="the log line")
     assert accepted(client, 0, 4, 0, b"link 4")
     # Detaching one makes room for another.
     client.send(0, DETACH, [uint(5), True])
