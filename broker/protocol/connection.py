@@ -338,6 +338,18 @@ class Connection:
             link = lib.pn_link_next(link, 0)
         return n
 
+    def end_link(self, handler, condition: str, description: str) -> None:
+        """Close a link for its client's fault (credit ignored, a message too big): what the
+        client still sends on it is thrown away as it arrives, never buffered."""
+        link = handler.link
+        log.info("closing link %s of %s: %s %s", handler.name, self.peer, condition, description)
+        set_condition(lib.pn_link_condition(link), condition, description)
+        lib.pn_link_close(link)
+        self.links.pop(link, None)
+        handler.on_detach(closed=True)
+        self.discard(link)
+        self.server.mark(self)
+
     def _unowned_delivery(self, link, d) -> None:
         """A transfer or disposition on a link with no handler: one we refused or closed.
         Nothing on it is kept: transfers are thrown away as they come."""
@@ -349,10 +361,13 @@ class Connection:
     def discard(self, link) -> None:
         """Settle (and so free) every transfer queued on a link we no longer read; Proton then
         ignores the rest of a multi-frame one."""
-        current, settle = lib.pn_link_current, lib.pn_delivery_settle
+        current = lib.pn_link_current
         d = current(link)
         while d != ffi.NULL:
-            settle(d)
+            moved = lib.pn_link_advance(link)  # drops its bytes
+            lib.pn_delivery_settle(d)
+            if not moved:
+                break
             d = current(link)
 
     def _detach_links(self, which, session_end: bool) -> None:

@@ -31,7 +31,6 @@ from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 from ..core.message import Message
 from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
-from .conditions import set_condition
 from .transfers import receive_bytes
 
 if TYPE_CHECKING:
@@ -266,13 +265,7 @@ class CoordinatorLink:
             lib.pn_link_flow(link, COORDINATOR_CREDIT - credit)
 
     def _end(self, condition: str, description: str) -> None:
-        log.info("closing coordinator link %s of %s: %s %s", self.name, self.conn.peer, condition, description)
-        set_condition(lib.pn_link_condition(self.link), condition, description)
-        lib.pn_link_close(self.link)
-        self.conn.links.pop(self.link, None)
-        self.on_detach(closed=True)
-        self.conn.discard(self.link)
-        self.conn.server.mark(self.conn)
+        self.conn.end_link(self, condition, description)
 
     def _control(self, d, data: bytes, presettled: bool) -> None:
         try:

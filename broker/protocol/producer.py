@@ -310,16 +310,7 @@ class ProducerLink:
                   f"message of {size} bytes exceeds max_message_size {self.max_size}")
 
     def _end(self, condition: str, description: str) -> None:
-        """Close the link for a client's fault; what it still sends on it is thrown away as it
-        arrives (Connection.discard), never buffered."""
-        log.info("closing link %s of %s: %s %s", self.name, self.conn.peer, condition, description)
-        self._partial = None
-        set_condition(lib.pn_link_condition(self.link), condition, description)
-        lib.pn_link_close(self.link)
-        self.conn.links.pop(self.link, None)
-        self.on_detach(closed=True)
-        self.conn.discard(self.link)
-        self.conn.server.mark(self.conn)
+        self.conn.end_link(self, condition, description)
 
     def on_flow(self) -> None:
         pass
