@@ -142,6 +142,8 @@ class ProducerLink:
             allowed -= 1
             self.receive(d, data)
             d = current(link)
+        if not self.active:
+            return  # ended above (a multi-frame transfer grew too big)
         if over:
             self._end(conditions.TRANSFER_LIMIT_EXCEEDED,
                       f"transfer beyond the link credit granted ({lib.pn_link_credit(link)} left)")
@@ -169,8 +171,8 @@ class ProducerLink:
         if whole > self.max_size:
             self._too_big(whole)
             return None
-        data = bytes(self._partial + receive_bytes(self.link, pending))
-        self._partial = None
+        self._partial += receive_bytes(self.link, pending)
+        data, self._partial = bytes(self._partial), None
         return data
 
     def _top_up_credit(self) -> None:
