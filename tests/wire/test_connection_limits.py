@@ -8,13 +8,15 @@ import fcntl
 import subprocess
 import sys
 import select
+import sqlite3
 import struct
 import termios
 import time
 
 import pytest
 from proton import uint
-from proton import ConnectionException
+from proton import ConnectionException, Delivery, Message
+from proton.utils import SendException
 
 from amqp_frames import (ATTACH, BEGIN, CLOSE, DETACH, DISPOSITION, END, FLOW, FrameClient, encode, frame,
                          open_sender, rss_kib)
@@ -220,4 +222,25 @@ def test_the_limits_and_knobs_are_config_keys(start_broker):
     conn = connect(b.url)
     send(conn, "limits.keys", ["ok"])
     assert receive_bodies(conn.create_receiver("limits.keys"), 1) == ["ok"]
+    conn.close()
+
+
+def test_store_give_up_s_is_a_config_key(start_broker, tmp_path):
+    """[store] give_up_s: a durable send waiting on a locked database is rejected after it."""
+    db = tmp_path / "give-up.db"
+    b = start_broker(config="[store]\ngive_up_s = 1\n", store=f"sqlite:///{db}")
+    conn = connect(b.url)
+    sender = conn.create_sender("limits.giveup")
+    lock = sqlite3.connect(db, isolation_level=None, timeout=10)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(SendException) as e:
+            sender.send(Message(body="waits", durable=True), timeout=20)
+        waited = time.monotonic() - started
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert e.value.state == Delivery.REJECTED
+    assert 1 <= waited < 15  # the default (30 s) would outlast the send's own 20 s timeout
     conn.close()
