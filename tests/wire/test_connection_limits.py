@@ -19,7 +19,7 @@ from proton import ConnectionException, Delivery, Message
 from proton.utils import SendException
 
 from amqp_frames import (ATTACH, BEGIN, CLOSE, DETACH, DISPOSITION, END, FLOW, FrameClient, encode, frame,
-                         open_sender, rss_kib)
+                         link_credit_limit, open_sender, rss_kib, settled_count)
 from hermod_testing import wait_for
 from wire_helpers import connect, receive_bodies, send
 
@@ -244,3 +244,26 @@ def test_store_give_up_s_is_a_config_key(start_broker, tmp_path):
     assert e.value.state == Delivery.REJECTED
     assert 1 <= waited < 15  # the default (30 s) would outlast the send's own 20 s timeout
     conn.close()
+
+
+def test_max_memory_mb_holds_producers_back_until_memory_is_freed(start_broker):
+    b = start_broker(config="[server]\nmax_memory_mb = 1\n")
+    client = FrameClient(b.address)
+    client.handshake()
+    client.begin(0)
+    assert open_sender(client, "limits.memory") == 1000
+    client.transfers(0, 0, 0, [b"k" * 2048] * 750)  # 1.5 MB: over the limit, 250 credit left
+    settled = 0
+    while settled < 750:
+        f = client.read()
+        if f.code == DISPOSITION:
+            settled += settled_count(f)
+    client.attach_sender(0, 1, None)  # a round trip: any credit granted would be here by now
+    limits = [link_credit_limit(f) for _, f in client.received if f.code == FLOW]
+    assert max(x for x in limits if x is not None) == 1000, limits
+    conn = connect(b.url)
+    assert len(receive_bodies(conn.create_receiver("limits.memory"), 750)) == 750
+    while (link_credit_limit(client.expect(FLOW)) or 0) <= 1000:
+        pass  # the credit comes back once the messages left memory
+    conn.close()
+    client.close()
