@@ -193,3 +193,12 @@ def open_sender(client: FrameClient, address: str, channel: int = 0, handle: int
         if f.code == FLOW and link_credit_limit(f) is not None:
             return link_credit_limit(f)
         assert f.code != DETACH, f.fields
+
+
+def assert_serving(url: str, address: str) -> None:
+    """A polite client still gets a message through the broker (a round trip on `address`)."""
+    from wire_helpers import connect, receive_bodies, send
+    conn = connect(url)
+    send(conn, address, ["served"])
+    assert receive_bodies(conn.create_receiver(address), 1) == ["served"]
+    conn.close()

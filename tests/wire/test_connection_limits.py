@@ -19,7 +19,7 @@ from proton import ConnectionException, Delivery, Message
 from proton.utils import SendException
 
 from amqp_frames import (ATTACH, BEGIN, CLOSE, DETACH, DISPOSITION, END, FLOW, FrameClient, encode, frame,
-                         link_credit_limit, open_sender, rss_kib, settled_count)
+                         assert_serving, link_credit_limit, open_sender, rss_kib, settled_count)
 from hermod_testing import wait_for
 from wire_helpers import connect, receive_bodies, send
 
@@ -127,10 +127,7 @@ def test_ten_thousand_links_on_one_connection(broker):
             break
     assert opened - refused == 1024 and refused == 1024
     client.close()
-    conn = connect(broker.url)
-    send(conn, "limits.after", ["fine"])
-    assert receive_bodies(conn.create_receiver("limits.after"), 1) == ["fine"]
-    conn.close()
+    assert_serving(broker.url, "limits.after")
 
 
 def test_session_churn_does_not_grow_the_broker(broker):
@@ -219,10 +216,7 @@ def test_the_limits_and_knobs_are_config_keys(start_broker):
     b = start_broker(config="[server]\nmax_connections = 50\nmax_sessions_per_connection = 8\n"
                             "max_links_per_connection = 16\nmax_memory_mb = 64\nexpiry_scan_ms = 1000\n"
                             "transaction_timeout_s = 10\n[store]\ngive_up_s = 5\n")
-    conn = connect(b.url)
-    send(conn, "limits.keys", ["ok"])
-    assert receive_bodies(conn.create_receiver("limits.keys"), 1) == ["ok"]
-    conn.close()
+    assert_serving(b.url, "limits.keys")
 
 
 def test_store_give_up_s_is_a_config_key(start_broker, tmp_path):
