@@ -62,7 +62,10 @@ def open_journal(cfg: config_mod.Config, post):
         return MemoryJournal()
     import store
     try:
-        return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous)
+        # HERMOD_STORE_GIVE_UP_S, when set, overrides `[store] give_up_s` (tests shorten it).
+        give_up = None if os.environ.get("HERMOD_STORE_GIVE_UP_S") else cfg.store.give_up_s
+        return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous,
+                                  fail_after_s=give_up)
     except store.StoreError as e:
         raise CliError(_store_error(url, e)) from None
 

@@ -79,6 +79,14 @@ class ServerConfig:
     idle_timeout_s: float = 60
     max_frame_size: int = 1048576
     max_message_size: int = 104857600
+    # [limits] what one client may hold, and the broker's tuning knobs (contract: Operations)
+    max_connections: int = 10000
+    max_sessions_per_connection: int = 256
+    max_links_per_connection: int = 1024
+    max_memory_mb: int | None = None  # None: a quarter of the machine's memory (core.flow)
+    expiry_scan_ms: float = 5000
+    transaction_timeout_s: float = 300  # 0: no timeout
+    # [/limits]
 
     @property
     def anycast_prefixes(self) -> tuple[str, ...]:
@@ -93,6 +101,7 @@ class ServerConfig:
 class StoreConfig:
     url: str = DEFAULT_STORE_URL
     sqlite_synchronous: str = "FULL"
+    give_up_s: float = 30  # how long a unit waits for an unreachable database
 
 
 @dataclass(frozen=True)
@@ -141,12 +150,18 @@ class Config:
     path: Path | None = None
 
 
+_above_zero = _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+                     "a number above 0")
+_SERVER_LIMITS = {"max_connections": _positive, "max_sessions_per_connection": _positive,
+                  "max_links_per_connection": _positive, "max_memory_mb": _positive,
+                  "expiry_scan_ms": _above_zero, "transaction_timeout_s": _number}
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
-           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive}
+           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive,
+           **_SERVER_LIMITS}
 _http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
                     "a port number 0-65535, or -1 for none")
 _HTTP = {"host": _str, "port": _http_port, "tls": _bool}
-_STORE = {"url": _str, "sqlite_synchronous": _sync}
+_STORE = {"url": _str, "sqlite_synchronous": _sync, "give_up_s": _above_zero}
 _SETTINGS_TYPES = {
     "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
     "auto_delete_addresses": _bool, "default_routing_type": _routing, "dead_letter_address": _str,

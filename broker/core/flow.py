@@ -11,7 +11,9 @@ When an address holds `max_size_bytes` or more in memory:
 - `fail`: new messages are rejected with `amqp:resource-limit-exceeded` ("Address is full");
 - `drop`: new messages are accepted and thrown away.
 
-Over the broker-wide limit, every producer is blocked.
+Over the broker-wide limit, every producer is blocked. The broker's memory counts the messages
+on queues and those in journal units not yet committed (a store slower than its producers
+must hold them back, not buffer them).
 """
 from __future__ import annotations
 
@@ -29,10 +31,7 @@ REF_OVERHEAD_BYTES = 512
 
 
 def default_memory_limit() -> int:
-    """HERMOD_MAX_MEMORY_MB, else a quarter of the machine's memory (256 MiB to 8 GiB)."""
-    configured = os.environ.get("HERMOD_MAX_MEMORY_MB")
-    if configured:
-        return int(configured) * 1024 * 1024
+    """A quarter of the machine's memory (256 MiB to 8 GiB); `[server] max_memory_mb` overrides."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -44,6 +43,7 @@ class FlowControl:
     def __init__(self, postoffice: PostOffice, memory_limit: int | None = None):
         self.postoffice = postoffice
         self.memory_limit = memory_limit if memory_limit is not None else default_memory_limit()
+        self.pending_bytes = 0  # messages in journal units not committed yet
         self._waiting: dict[object, Callable[[], None]] = {}  # blocked producers' resume callbacks
         self._wake_scheduled = False
 
@@ -57,12 +57,22 @@ class FlowControl:
                 if policy == PAGE and not po.journal.durable and po.spool is None:
                     return BLOCK
                 return policy
-        if po.memory_used >= self.memory_limit:
+        if po.memory_used + self.pending_bytes >= self.memory_limit:
             return BLOCK
         return None
 
     def may_grant_credit(self, address_name: str | None) -> bool:
         return self.verdict(address_name) not in (BLOCK,)
+
+    def unit_submitted(self, nbytes: int) -> None:
+        """A journal unit holding `nbytes` of messages went to the store."""
+        self.pending_bytes += nbytes
+
+    def unit_done(self, nbytes: int) -> None:
+        """That unit committed (its messages are now on their queues, counted there) or failed."""
+        self.pending_bytes -= nbytes
+        if nbytes:
+            self.released()
 
     def wait(self, key: object, resume: Callable[[], None]) -> None:
         """A producer that was refused credit: `resume()` once there may be room."""

@@ -16,6 +16,7 @@ RESOURCE_DELETED = "amqp:resource-deleted"
 DECODE_ERROR = "amqp:decode-error"
 NOT_IMPLEMENTED = "amqp:not-implemented"
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+TRANSFER_LIMIT_EXCEEDED = "amqp:link:transfer-limit-exceeded"
 CONNECTION_FORCED = "amqp:connection:forced"
 TRANSACTION_TIMEOUT = "amqp:transaction:timeout"
 FAILED = "failed"  # Artemis's condition for an anonymous-relay send it cannot route

@@ -23,7 +23,7 @@ from proton._data import PropertyDict, SymbolList, obj2dat, symbol
 from .. import __version__
 from . import conditions
 from .conditions import set_condition
-from .links import open_link
+from .links import open_link, refuse
 
 if TYPE_CHECKING:
     from .server import Server
@@ -32,6 +32,13 @@ log = logging.getLogger("hermod.connection")
 
 READ_CHUNK = 256 * 1024
 TICK_EVERY_MS = 100
+# A session's incoming window, in frames of the negotiated size: Proton 0.40 enforces it (a
+# client past it gets amqp:session:window-violation) only when a capacity is set. Above the
+# producer credit, so a client that respects credit is never held up by the window.
+SESSION_WINDOW_FRAMES = 2048
+OUT_CHUNK = 1024 * 1024  # the shared output buffer (Server.out_buffer) at its largest
+EMPTY_FRAME = b"\x00\x00\x00\x08\x02\x00\x00\x00"  # AMQP heartbeat: size 8, doff 2, type 0, channel 0
+KEEPALIVE_SHARE = 3  # an empty frame after a third of the peer's idle timeout without output
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 E = lib  # event type constants live on the lib
@@ -69,15 +76,21 @@ class Connection:
         self._last_tick = 0
         self._tick_handle = None
         self._tick_deadline = 0
+        self._handshake_handle = None
+        self._keepalive_s = 0.0  # a third of the idle timeout the peer advertised; 0: none
+        self._keepalive_handle = None
+        self._last_write = 0.0
+        self.sessions = 0  # sessions the peer began and has not ended
+        self.engine_links = 0  # links the peer attached and has not detached (refused ones too)
+        self.refused = False  # over max_connections: closed as soon as it is open
         self.conn = lib.pn_connection()
         self.transport = lib.pn_transport()
         self.collector = lib.pn_collector()
-        self._out = ffi.new("char[]", 64 * 1024)
-        self._out_size = 64 * 1024
 
     # -- asyncio Protocol -----------------------------------------------------------------------
     def connection_made(self, socket_transport) -> None:
         self.socket = socket_transport
+        socket_transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         peer = socket_transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         cfg = self.broker.config.server
@@ -90,10 +103,14 @@ class Connection:
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_transport_bind(t, self.conn)
         self.server.connections.add(self)
+        if len(self.server.connections) > cfg.max_connections:
+            self.refused = True  # answered with a close once the client's open arrives
+            log.warning("connection from %s refused: max_connections (%d) reached", self.peer,
+                        cfg.max_connections)
         # Proton's idle timeout only runs once the AMQP open is exchanged: a peer that stalls in
         # the protocol header or SASL would otherwise hold the socket for ever.
-        self._tick_handle = self.server.loop.call_later(cfg.idle_timeout_s if cfg.idle_timeout_s > 0 else 30.0,
-                                                        self._handshake_deadline)
+        self._handshake_handle = self.server.loop.call_later(
+            cfg.idle_timeout_s if cfg.idle_timeout_s > 0 else 30.0, self._handshake_deadline)
         log.debug("connection from %s", self.peer)
 
     def data_received(self, data: bytes) -> None:
@@ -133,14 +150,29 @@ class Connection:
         self._release()
 
     def pause_writing(self) -> None:
+        """The socket's buffer is over the high-water mark: the client reads slower than we
+        write. Stop sending to it and stop reading from it until it catches up."""
         self.writing_paused = True
+        log.debug("connection %s: output backed up; not reading from it until it drains", self.peer)
         for handler in self.links.values():
             handler.set_blocked(True)
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self._update_reading()
         for handler in self.links.values():
             handler.set_blocked(False)
+
+    def _update_reading(self) -> None:
+        """Read from the client only while its output drains and none of its settlements is
+        being stored (two independent reasons to stop; either may end first)."""
+        if self.closed:
+            return
+        if self.writing_paused or self.store_holds:
+            self.socket.pause_reading()
+        else:
+            self.socket.resume_reading()
 
     # -- engine events --------------------------------------------------------------------------
     def process(self) -> None:
@@ -160,7 +192,9 @@ class Connection:
                     d = lib.pn_event_delivery(ev)
                     link = lib.pn_delivery_link(d)
                     handler = links.get(link)
-                    if handler is not None:
+                    if handler is None:
+                        self._unowned_delivery(link, d)
+                    else:
                         if handler.is_producer:
                             producers[link] = handler
                         else:
@@ -198,17 +232,12 @@ class Connection:
         if kind == _CONNECTION_REMOTE_OPEN:
             self._on_open()
         elif kind == _SESSION_REMOTE_OPEN:
-            s = lib.pn_event_session(ev)
-            if lib.pn_session_state(s) & lib.PN_LOCAL_UNINIT:
-                lib.pn_session_open(s)
+            self._on_begin(lib.pn_event_session(ev))
         elif kind == _LINK_REMOTE_OPEN:
-            link = lib.pn_event_link(ev)
-            if lib.pn_link_state(link) & lib.PN_LOCAL_UNINIT:
-                handler = open_link(self, link)
-                if handler is not None:
-                    self.links[link] = handler
+            self._on_attach(lib.pn_event_link(ev))
         elif kind == _LINK_REMOTE_CLOSE or kind == _LINK_REMOTE_DETACH:
             link = lib.pn_event_link(ev)
+            self.engine_links -= 1
             handler = self.links.pop(link, None)
             closed = kind == _LINK_REMOTE_CLOSE
             if handler is not None:
@@ -223,6 +252,11 @@ class Connection:
             self._detach_links(lambda link: lib.pn_link_session(link) == s, session_end=True)
             if lib.pn_session_state(s) & lib.PN_LOCAL_ACTIVE:
                 lib.pn_session_close(s)
+            # Free the engine's session (and any links left on it) once the peer ended it, or
+            # a connection that begins and ends sessions would grow without bound.
+            self.engine_links -= self._links_left_on(s)
+            self.sessions -= 1
+            lib.pn_session_free(s)
         elif kind == _CONNECTION_REMOTE_CLOSE:
             self._detach_links(lambda link: True, session_end=True)
             if lib.pn_connection_state(self.conn) & lib.PN_LOCAL_ACTIVE:
@@ -244,6 +278,108 @@ class Connection:
         obj2dat(PropertyDict({symbol("product"): "hermod", symbol("version"): __version__}),
                 lib.pn_connection_properties(c))
         lib.pn_connection_open(c)
+        if self.refused:
+            self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED,
+                             f"too many connections (max_connections "
+                             f"{self.broker.config.server.max_connections})")
+            return
+        remote_idle_ms = lib.pn_transport_get_remote_idle_timeout(self.transport)
+        if remote_idle_ms:
+            self._keepalive_s = remote_idle_ms / 1000.0 / KEEPALIVE_SHARE
+            self._last_write = self.server.loop.time()
+            self._keepalive_handle = self.server.loop.call_later(self._keepalive_s, self._keepalive)
+
+    def _on_begin(self, s) -> None:
+        if not lib.pn_session_state(s) & lib.PN_LOCAL_UNINIT:
+            return
+        self.sessions += 1
+        cfg = self.broker.config.server
+        if self.sessions > cfg.max_sessions_per_connection:
+            log.warning("session from %s refused: max_sessions_per_connection (%d) reached", self.peer,
+                        cfg.max_sessions_per_connection)
+            if self.sessions > 2 * cfg.max_sessions_per_connection:
+                self._over_limit("sessions", cfg.max_sessions_per_connection)
+                return
+            set_condition(lib.pn_session_condition(s), conditions.RESOURCE_LIMIT_EXCEEDED,
+                          f"too many sessions on this connection (max {cfg.max_sessions_per_connection})")
+            lib.pn_session_open(s)
+            lib.pn_session_close(s)
+            return
+        lib.pn_session_set_incoming_capacity(s, lib.pn_transport_get_max_frame(self.transport)
+                                             * SESSION_WINDOW_FRAMES)
+        lib.pn_session_open(s)
+
+    def _on_attach(self, link) -> None:
+        if not lib.pn_link_state(link) & lib.PN_LOCAL_UNINIT:
+            return
+        self.engine_links += 1
+        if not lib.pn_session_state(lib.pn_link_session(link)) & lib.PN_LOCAL_ACTIVE:
+            return  # on a session we refused: its end is on the way, and frees the link
+        cfg = self.broker.config.server
+        if self.engine_links > cfg.max_links_per_connection:
+            log.warning("link %s from %s refused: max_links_per_connection (%d) reached",
+                        cproton.pn_link_name(link), self.peer, cfg.max_links_per_connection)
+            if self.engine_links > 2 * cfg.max_links_per_connection:
+                # Refused links it never detaches would still cost engine memory: enough.
+                self._over_limit("links", cfg.max_links_per_connection)
+                return
+            refuse(link, conditions.RESOURCE_LIMIT_EXCEEDED,
+                   f"too many links on this connection (max {cfg.max_links_per_connection})")
+            return
+        handler = open_link(self, link)
+        if handler is not None:
+            self.links[link] = handler
+            if self.writing_paused:
+                handler.set_blocked(True)  # a receiver attached now starts blocked too
+
+    def _over_limit(self, what: str, limit: int) -> None:
+        log.warning("connection %s closed: it kept opening %s past the limit of %d", self.peer, what, limit)
+        self._detach_links(lambda link: True, session_end=True)
+        self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED,
+                         f"too many {what} on this connection (max {limit}), and the refused ones not closed")
+        lib.pn_transport_close_tail(self.transport)  # read nothing more from it
+
+    def _links_left_on(self, s) -> int:
+        """Links of session `s` the peer attached and never detached (freed with the session)."""
+        n = 0
+        link = lib.pn_link_head(self.conn, 0)
+        while link != ffi.NULL:
+            if lib.pn_link_session(link) == s and lib.pn_link_state(link) & lib.PN_REMOTE_ACTIVE:
+                n += 1
+            link = lib.pn_link_next(link, 0)
+        return n
+
+    def end_link(self, handler, condition: str, description: str) -> None:
+        """Close a link for its client's fault (credit ignored, a message too big): what the
+        client still sends on it is thrown away as it arrives, never buffered."""
+        link = handler.link
+        log.info("closing link %s of %s: %s %s", handler.name, self.peer, condition, description)
+        set_condition(lib.pn_link_condition(link), condition, description)
+        lib.pn_link_close(link)
+        self.links.pop(link, None)
+        handler.on_detach(closed=True)
+        self.discard(link)
+        self.server.mark(self)
+
+    def _unowned_delivery(self, link, d) -> None:
+        """A transfer or disposition on a link with no handler: one we refused or closed.
+        Nothing on it is kept: transfers are thrown away as they come."""
+        if lib.pn_link_is_receiver(link):
+            self.discard(link)
+        elif lib.pn_delivery_settled(d):
+            lib.pn_delivery_settle(d)
+
+    def discard(self, link) -> None:
+        """Settle (and so free) every transfer queued on a link we no longer read; Proton then
+        ignores the rest of a multi-frame one."""
+        current = lib.pn_link_current
+        d = current(link)
+        while d != ffi.NULL:
+            moved = lib.pn_link_advance(link)  # drops its bytes
+            lib.pn_delivery_settle(d)
+            if not moved:
+                break
+            d = current(link)
 
     def _detach_links(self, which, session_end: bool) -> None:
         for link in [lk for lk in self.links if which(lk)]:
@@ -265,13 +401,13 @@ class Connection:
     def hold_for_store(self) -> None:
         """A settlement of this client is being stored: hold output, stop reading."""
         self.store_holds += 1
-        if self.store_holds == 1 and not self.closed:
-            self.socket.pause_reading()
+        if self.store_holds == 1:
+            self._update_reading()
 
     def release_store_hold(self) -> None:
         self.store_holds -= 1
         if self.store_holds == 0 and not self.closed:
-            self.socket.resume_reading()
+            self._update_reading()
             self.server.mark(self)
 
     # -- output ------------------------------------------------------------------------------
@@ -282,6 +418,7 @@ class Connection:
             return
         t = self.transport
         write = self.socket.write
+        wrote = False
         while True:
             pending = lib.pn_transport_pending(t)
             if pending < 0:
@@ -291,37 +428,61 @@ class Connection:
                 return
             if pending == 0:
                 break
-            if pending > self._out_size:
-                self._out_size = min(max(pending, self._out_size * 2), 16 * 1024 * 1024)
-                self._out = ffi.new("char[]", self._out_size)
-            n = min(pending, self._out_size)
-            n = lib.pn_transport_peek(t, self._out, n)
+            out, size = self.server.out_buffer(pending)
+            n = lib.pn_transport_peek(t, out, min(pending, size))
             if n < 0:
                 break
-            write(ffi.buffer(self._out, n)[:])
+            write(ffi.buffer(out, n)[:])
             lib.pn_transport_pop(t, n)
+            wrote = True
+        if wrote and self._keepalive_s:
+            self._last_write = self.server.loop.time()
         self._arm_tick()
 
     def _handshake_deadline(self) -> None:
-        self._tick_handle = None
+        self._handshake_handle = None
         if not self.closed and not self.opened:
             log.info("connection %s did not open in time; dropping it", self.peer)
             self.socket.close()
-        else:
-            self._arm_tick()
 
     def _arm_tick(self) -> None:
+        """Keep one timer at the transport's next deadline: the peer's idle timeout (an empty
+        frame is due at half of what it advertised) or ours. Asked after every flush, at most
+        every TICK_EVERY_MS, and kept when the timer already fires at or before the deadline."""
+        if not self.opened or self.closed:
+            return
         loop = self.server.loop
         now = int(loop.time() * 1000)
-        if now - self._last_tick < TICK_EVERY_MS and self._tick_handle is not None:
-            return  # idle-timeout deadlines move by seconds: no need to ask on every flush
+        if self._tick_handle is not None and now - self._last_tick < TICK_EVERY_MS:
+            return
         self._last_tick = now
         deadline = lib.pn_transport_tick(self.transport, now)
-        if deadline and deadline != self._tick_deadline and self.opened:
-            if self._tick_handle is not None:
-                self._tick_handle.cancel()
-            self._tick_deadline = deadline
-            self._tick_handle = loop.call_at(deadline / 1000.0, self._on_tick)
+        if not deadline:
+            return
+        if self._tick_handle is not None:
+            if self._tick_deadline <= deadline:
+                return
+            self._tick_handle.cancel()
+        self._tick_deadline = deadline
+        self._tick_handle = loop.call_at(deadline / 1000.0, self._on_tick)
+
+    def _keepalive(self) -> None:
+        """Proton sends its empty frame only at exactly half the peer's idle timeout, measured
+        from the tick that saw the last output (our ticks are throttled, so later still): a
+        peer could go 3 s without a frame on a 3 s timeout. So the connection keeps its own
+        promise: after a third of it without output, an empty frame. Output is always flushed
+        whole, so the socket is at a frame boundary here."""
+        self._keepalive_handle = None
+        if self.closed:
+            return
+        loop = self.server.loop
+        due = self._last_write + self._keepalive_s
+        now = loop.time()
+        if due <= now:
+            self.socket.write(EMPTY_FRAME)
+            self._last_write = now
+            due = now + self._keepalive_s
+        self._keepalive_handle = loop.call_at(due, self._keepalive)
 
     def _on_tick(self) -> None:
         self._tick_handle = None
@@ -329,12 +490,13 @@ class Connection:
         if self.closed:
             return
         lib.pn_transport_tick(self.transport, int(self.server.loop.time() * 1000))
-        self.process()
+        self.process()  # marks the connection: the flush writes any empty frame and re-arms
 
     def _release(self) -> None:
-        if self._tick_handle is not None:
-            self._tick_handle.cancel()
-            self._tick_handle = None
+        for handle in (self._tick_handle, self._handshake_handle, self._keepalive_handle):
+            if handle is not None:
+                handle.cancel()
+        self._tick_handle = self._handshake_handle = self._keepalive_handle = None
         self._detach_links(lambda link: True, session_end=True)
         self.closed = True
         self.server.connections.discard(self)

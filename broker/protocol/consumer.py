@@ -37,7 +37,7 @@ class ConsumerLink:
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription")
+                 "subscription", "committing")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -46,6 +46,10 @@ class ConsumerLink:
         self.consumers: list = []  # one, or one per part of a client-side composite source
         self.presettled = lib.pn_link_remote_snd_settle_mode(link) == lib.PN_SND_SETTLED
         self.deliveries: dict = {}  # pn_delivery_t* -> Ref
+        # Deliveries whose acknowledgement (or rejection) is being stored: only the store's
+        # answer settles them. Settling one earlier (the peer settles again) would let Proton
+        # free it under the pending callback.
+        self.committing: set = set()
         self.active = True  # False once detached: late store completions must not touch the link
         self.opened = False  # the attach is answered (after the store has its new queues)
         self._tag = ffi.new("uint64_t[1]")
@@ -246,6 +250,8 @@ class ConsumerLink:
         if not lib.pn_delivery_updated(d) and not lib.pn_delivery_settled(d):
             return
         if d not in self.deliveries:
+            if d in self.committing:
+                return  # settled when its acknowledgement is stored
             if lib.pn_delivery_settled(d):
                 coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
                 lib.pn_delivery_settle(d)
@@ -304,7 +310,10 @@ class ConsumerLink:
             conn.hold_for_store()
 
     def _settler(self, d, ref, acked: bool):
+        self.committing.add(d)
+
         def settle(error: BaseException | None) -> None:
+            self.committing.discard(d)
             if error is not None:
                 # Not committed: the message is still in the store, so it stays on the queue
                 # and the delivery stays unsettled (the client must not take it as final).
@@ -361,6 +370,7 @@ class ConsumerLink:
         self.active = False
         consumers, self.consumers = self.consumers, []
         self.deliveries.clear()
+        self.committing.clear()  # the engine frees the link's deliveries; callbacks see active
         attempted = session_end and self._connection_failed()
         for consumer in consumers:
             consumer.link = _Gone

@@ -29,8 +29,9 @@ from proton import Message as AmqpMessage
 from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.message import Message
-from ..core.transactions import Transaction, Transactions, UnknownTransaction, default_timeout_s
+from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
+from .transfers import receive_bytes
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -44,6 +45,7 @@ _DISCHARGE = (0x32, "amqp:discharge:list")
 _ACCEPTED = (0x24, "amqp:accepted:list")
 CAPABILITIES = ("amqp:local-transactions", "amqp:multi-txns-per-ssn", "amqp:multi-ssns-per-txn")
 COORDINATOR_CREDIT = 100
+MAX_CONTROL_SIZE = 64 * 1024  # a declare or discharge is a few dozen bytes
 _ACCEPTED_OUTCOME = Described(ulong(0x24), [])
 
 
@@ -213,7 +215,7 @@ class CoordinatorLink:
         self.postoffice = conn.broker.postoffice
         self.name = cproton.pn_link_name(link)
         self.active = True
-        self.timeout = default_timeout_s()
+        self.timeout = conn.broker.config.server.transaction_timeout_s
         self._timer = None
 
     @classmethod
@@ -232,23 +234,38 @@ class CoordinatorLink:
         return handler
 
     def on_delivery(self, d) -> None:
+        """Control messages within the credit granted; a transfer past it, or one bigger than
+        any control message, ends the link (nothing is buffered for it)."""
         link = self.link
+        allowed = lib.pn_link_credit(link)
+        over = lib.pn_link_queued(link) > allowed
         d = lib.pn_link_current(link)
-        while d != ffi.NULL and lib.pn_delivery_readable(d) and not lib.pn_delivery_partial(d):
+        while allowed > 0 and d != ffi.NULL and lib.pn_delivery_readable(d):
+            size = lib.pn_delivery_pending(d)
+            if size > MAX_CONTROL_SIZE:
+                self._end(conditions.MESSAGE_SIZE_EXCEEDED,
+                          f"a control message over {MAX_CONTROL_SIZE} bytes")
+                return
+            if lib.pn_delivery_partial(d):
+                break
+            allowed -= 1
             if lib.pn_delivery_aborted(d):
                 lib.pn_link_advance(link)
                 lib.pn_delivery_settle(d)
             else:
-                size = lib.pn_delivery_pending(d)
-                buf = ffi.new("char[]", max(size, 1))
-                got = lib.pn_link_recv(link, buf, size)
-                data = ffi.unpack(buf, got) if got > 0 else b""
+                data = receive_bytes(link, size)
                 lib.pn_link_advance(link)
                 self._control(d, data, bool(lib.pn_delivery_settled(d)))
             d = lib.pn_link_current(link)
+        if over:
+            self._end(conditions.TRANSFER_LIMIT_EXCEEDED, "transfer beyond the link credit granted")
+            return
         credit = lib.pn_link_credit(link)
         if credit < COORDINATOR_CREDIT // 2:
             lib.pn_link_flow(link, COORDINATOR_CREDIT - credit)
+
+    def _end(self, condition: str, description: str) -> None:
+        self.conn.end_link(self, condition, description)
 
     def _control(self, d, data: bytes, presettled: bool) -> None:
         try:

@@ -17,6 +17,7 @@ from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator
 from .conditions import set_condition
 from .terminus import parse_name, read_terminus, split_composite
+from .transfers import receive_bytes
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -49,8 +50,8 @@ class ProducerLink:
 
     is_producer = True
 
-    __slots__ = ("conn", "link", "target", "broker", "postoffice", "_buf", "_buf_size", "max_size",
-                 "container_id", "name", "temporary", "active")
+    __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
+                 "temporary", "active", "unconfirmed", "_partial")
 
     def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
         self.conn = conn
@@ -58,13 +59,15 @@ class ProducerLink:
         self.target = target
         self.broker = conn.broker
         self.postoffice = conn.broker.postoffice
-        self._buf_size = 64 * 1024
-        self._buf = ffi.new("char[]", self._buf_size)
         self.max_size = conn.broker.config.server.max_message_size
         self.container_id = conn.container_id
         self.name = cproton.pn_link_name(link)
         self.temporary = target.temporary
         self.active = True  # False once detached: late store completions must not touch the link
+        # Transfers taken whose outcome waits for the store: they hold credit until their unit
+        # commits, so a producer can never be more than PRODUCER_CREDIT messages ahead of it.
+        self.unconfirmed = 0
+        self._partial: bytearray | None = None  # the frames so far of a multi-frame transfer
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ProducerLink | None:
@@ -108,45 +111,84 @@ class ProducerLink:
         lib.pn_link_flow(link, PRODUCER_CREDIT)
         return handler
 
-    # -- per message (hot path) ----------------------------------------------------------------
+    # -- per message (hot path) ---------------------------------------------------------------
     def on_delivery(self, d) -> None:
+        """Take every complete transfer the link's credit covers. Proton 0.40 does not enforce
+        link credit: `pn_link_credit` is what we granted less what we took, so any queued
+        transfer past it came without credit, and ends the link (it is never queued)."""
         link = self.link
         current, readable, partial = lib.pn_link_current, lib.pn_delivery_readable, lib.pn_delivery_partial
+        allowed = lib.pn_link_credit(link)
+        over = lib.pn_link_queued(link) > allowed
         d = current(link)
-        while d != ffi.NULL and readable(d):
+        while allowed > 0 and d != ffi.NULL and readable(d):
             if lib.pn_delivery_aborted(d):
+                self._partial = None
                 lib.pn_link_advance(link)
                 lib.pn_delivery_settle(d)
+                allowed -= 1
                 d = current(link)
                 continue
             pending = lib.pn_delivery_pending(d)
             if partial(d):
-                if pending > self.max_size:
-                    self._too_big(d, pending)
+                self._take_partial(pending)
                 break
-            if pending > self.max_size:
-                self._too_big(d, pending)
+            if self._partial is not None:
+                data = self._take_rest(pending)
+                if data is None:
+                    return
+            elif pending > self.max_size:
+                self._too_big(pending)
                 return
-            if pending > self._buf_size:
-                self._buf_size = pending
-                self._buf = ffi.new("char[]", pending)
-            got = lib.pn_link_recv(link, self._buf, pending)
-            data = ffi.unpack(self._buf, got) if got > 0 else b""
+            else:
+                data = receive_bytes(link, pending)
             lib.pn_link_advance(link)
+            allowed -= 1
             self.receive(d, data)
             d = current(link)
-        if lib.pn_link_credit(link) < PRODUCER_CREDIT_LOW:
+        if not self.active:
+            return  # ended above (a multi-frame transfer grew too big)
+        if over:
+            self._end(conditions.TRANSFER_LIMIT_EXCEEDED,
+                      f"transfer beyond the link credit granted ({lib.pn_link_credit(link)} left)")
+            return
+        if lib.pn_link_credit(link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
             self._top_up_credit()
 
+    def _take_partial(self, pending: int) -> None:
+        """Move the frames so far of a multi-frame transfer out of Proton, so its session
+        window reopens (the transfer is bounded by max_message_size)."""
+        have = len(self._partial) if self._partial is not None else 0
+        if have + pending > self.max_size:
+            self._too_big(have + pending)
+            return
+        if pending:
+            chunk = receive_bytes(self.link, pending)
+            if self._partial is None:
+                self._partial = bytearray(chunk)
+            else:
+                self._partial += chunk
+            self.conn.server.mark(self.conn)  # a session flow may be due
+
+    def _take_rest(self, pending: int) -> bytes | None:
+        whole = len(self._partial) + pending
+        if whole > self.max_size:
+            self._too_big(whole)
+            return None
+        self._partial += receive_bytes(self.link, pending)
+        data, self._partial = bytes(self._partial), None
+        return data
+
     def _top_up_credit(self) -> None:
-        """Credit back up to the window, unless the target is full under the block policy (or
-        the broker is over its memory limit): then the producer waits for room."""
+        """Credit back up to the window, counting the transfers still waiting for the store,
+        unless the target is full under the block policy (or the broker is over its memory
+        limit): then the producer waits for room."""
         if not self.active:
             return
         flow = self.postoffice.flow
         if flow.may_grant_credit(self.target.address) and not core_links.blocked_downstream(
                 self.postoffice, self.target):
-            credit = lib.pn_link_credit(self.link)
+            credit = lib.pn_link_credit(self.link) + self.unconfirmed
             if credit < PRODUCER_CREDIT_LOW:
                 lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
                 self.conn.server.mark(self.conn)
@@ -228,9 +270,13 @@ class ProducerLink:
         po.post(plan, self._completion(d))
 
     def _completion(self, d):
+        """The outcome once the unit is stored; the credit it held comes back then."""
+        self.unconfirmed += 1
+
         def done(error: BaseException | None) -> None:
+            self.unconfirmed -= 1
             if not self.active:
-                return
+                return  # the link, and Proton's delivery with it, is gone
             if error is None:
                 lib.pn_delivery_update(d, PN_ACCEPTED)
             else:
@@ -239,6 +285,8 @@ class ProducerLink:
                 lib.pn_delivery_update(d, PN_REJECTED)
             lib.pn_delivery_settle(d)
             self.conn.server.mark(self.conn)
+            if lib.pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
+                self._top_up_credit()
         return done
 
     def _receive_composite(self, d, data: bytes, envelope, presettled: bool) -> None:
@@ -285,13 +333,13 @@ class ProducerLink:
             lib.pn_delivery_update(d, outcome)
         lib.pn_delivery_settle(d)
 
-    def _too_big(self, d, size: int) -> None:
+    def _too_big(self, size: int) -> None:
         log.info("message of %d bytes over max_message_size %d on %s", size, self.max_size, self.name)
-        set_condition(lib.pn_link_condition(self.link), conditions.MESSAGE_SIZE_EXCEEDED,
-                      f"message of {size} bytes exceeds max_message_size {self.max_size}")
-        lib.pn_link_close(self.link)
-        self.conn.links.pop(self.link, None)
-        self.on_detach(closed=True)
+        self._end(conditions.MESSAGE_SIZE_EXCEEDED,
+                  f"message of {size} bytes exceeds max_message_size {self.max_size}")
+
+    def _end(self, condition: str, description: str) -> None:
+        self.conn.end_link(self, condition, description)
 
     def on_flow(self) -> None:
         pass
@@ -301,6 +349,7 @@ class ProducerLink:
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
+        self._partial = None
         self.postoffice.flow.forget(self)
         core_links.detach_producer(self.postoffice, self.target)
         if self.temporary and self.target.address:

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 
-from .connection import Connection
+from cproton_ffi import ffi
+
+from .connection import OUT_CHUNK, Connection
 from .connections_view import ConnectionsView
 from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
-
-# How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
-EXPIRY_SCAN_S = float(os.environ.get("HERMOD_EXPIRY_SCAN_MS", "5000")) / 1000.0
 
 
 class Server:
@@ -35,6 +33,13 @@ class Server:
         self._listener: asyncio.base_events.Server | None = None
         self._stopping = asyncio.Event()
         self._scan = None
+        self._out = ffi.new("char[]", 64 * 1024)
+        self._out_size = 64 * 1024
+        cfg = broker.config.server
+        # How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
+        self.expiry_scan_s = cfg.expiry_scan_ms / 1000.0
+        if cfg.max_memory_mb is not None:
+            broker.postoffice.flow.memory_limit = cfg.max_memory_mb * 1024 * 1024
         broker.postoffice.after_dispatch.append(self.flush)
 
     # -- output batching -----------------------------------------------------------------------
@@ -45,6 +50,14 @@ class Server:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._turn)
+
+    def out_buffer(self, pending: int):
+        """The one buffer every connection copies its output through (all on this thread):
+        grown up to OUT_CHUNK for big output, never one per connection."""
+        if pending > self._out_size and self._out_size < OUT_CHUNK:
+            self._out_size = min(max(pending, self._out_size * 2), OUT_CHUNK)
+            self._out = ffi.new("char[]", self._out_size)
+        return self._out, self._out_size
 
     def unmark(self, conn: Connection) -> None:
         self._marked.pop(conn, None)
@@ -74,10 +87,10 @@ class Server:
             self.broker.postoffice.expire_scan()
             self.flush()
         finally:
-            self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
+            self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._scan = self.loop.call_later(EXPIRY_SCAN_S, self._expiry_scan)
+        self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
         self._listener = await self.loop.create_server(lambda: Connection(self), host, port,
                                                        reuse_address=True, backlog=1024)
         sock = self._listener.sockets[0].getsockname()

@@ -72,7 +72,7 @@ def test_consumer_priority_from_address_suffix(broker):
 
 
 def test_expired_message_goes_to_the_expiry_queue_with_actual_expiry(start_broker):
-    b = start_broker(env={"HERMOD_EXPIRY_SCAN_MS": "100"})
+    b = start_broker(config="[server]\nexpiry_scan_ms = 100\n")
     conn = connect(b.url)
     expired = conn.create_receiver("ExpiryQueue")
     sent = int(time.time() * 1000)

@@ -55,7 +55,7 @@ def test_committed_held_sends_are_counted_once(start_broker):
 
 
 def test_an_open_transaction_times_out_and_is_rolled_back(start_broker):
-    b = start_broker(env={"HERMOD_TRANSACTION_TIMEOUT_S": "1.5"})
+    b = start_broker(config="[server]\ntransaction_timeout_s = 1.5\n")
     plain = connect(b.url)
     out = plain.create_receiver("tx.slow.out", credit=5)
     client = TxClient(b.url)
