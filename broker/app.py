@@ -19,6 +19,7 @@ from .spool import FileSpool
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
+from .security.auth import Authenticator
 from .protocol import codec
 from .protocol.terminus import parse_name
 
@@ -53,6 +54,7 @@ class Broker:
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
+        self.auth = Authenticator(config.security)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -76,9 +78,6 @@ class Broker:
         envelope = codec.Envelope(record.encoded)
         return Message(record.encoded, envelope, record.address, record.routing_type,
                        None, record.arrival, record.id)
-
-    def sasl_mechanisms(self) -> list[str]:
-        return ["ANONYMOUS"] if self.config.security.get("anonymous", True) else []
 
     # -- selectors ------------------------------------------------------------------------------
     def compile_filter(self, text: str):

@@ -77,6 +77,7 @@ def _store_error(url: str, error: BaseException) -> str:
 
 def cmd_run(args) -> int:
     cfg = _load_config(args)
+    os.umask(0o077)  # store, spool and audit files Hermod creates are its owner's only
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -143,10 +144,43 @@ def cmd_db_upgrade(args) -> int:
 # -- user -----------------------------------------------------------------------------------------
 
 
+def _new_password(args) -> str:
+    """From --password, from stdin (--password-stdin: its first line), or asked twice on a
+    terminal; never echoed."""
+    if args.password is not None:
+        return args.password
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif sys.stdin.isatty():
+        import getpass
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise CliError("the passwords do not match")
+    else:
+        raise CliError("give --password, --password-stdin, or run on a terminal to be asked")
+    if not password:
+        raise CliError("the password is empty")
+    return password
+
+
 def cmd_user_add(args) -> int:
     from .security.passwords import add_user
-    add_user(Path(args.config), args.name, args.password, args.role)
+    add_user(Path(args.config), args.name, _new_password(args), args.role)
     print(f"added user {args.name}")
+    return 0
+
+
+def cmd_user_delete(args) -> int:
+    from .security.passwords import delete_user
+    delete_user(Path(args.config), args.name)
+    print(f"deleted user {args.name}")
+    return 0
+
+
+def cmd_user_list(args) -> int:
+    from .security.passwords import list_users
+    for name, roles in list_users(Path(args.config)):
+        print(f"{name} {','.join(roles)}")
     return 0
 
 
@@ -244,9 +278,18 @@ def build_parser() -> argparse.ArgumentParser:
     add = user.add_parser("add", help="add a user to the config file")
     add.add_argument("--config", required=True)
     add.add_argument("name")
-    add.add_argument("--password", required=True)
+    secret = add.add_mutually_exclusive_group()
+    secret.add_argument("--password")
+    secret.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     add.add_argument("--role", action="append", required=True)
     add.set_defaults(func=cmd_user_add)
+    delete = user.add_parser("delete", help="remove a user from the config file")
+    delete.add_argument("--config", required=True)
+    delete.add_argument("name")
+    delete.set_defaults(func=cmd_user_delete)
+    lst = user.add_parser("list", help="the users of the config file and their roles")
+    lst.add_argument("--config", required=True)
+    lst.set_defaults(func=cmd_user_list)
 
     url_default = os.environ.get("HERMOD_URL", "amqp://127.0.0.1:5672")
     prod = sub.add_parser("producer", help="send messages")

@@ -44,6 +44,9 @@ _policy = _check(lambda v: v in FULL_POLICIES, "one of " + ", ".join(FULL_POLICI
 _str_list = _check(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings")
 _divert_rt = _check(lambda v: v in ("anycast", "multicast", "pass", "strip"), "one of anycast, multicast, pass, strip")
 _kind = _check(lambda v: v in ("queue", "topic"), "one of queue, topic")
+_mechanisms = _check(lambda v: isinstance(v, list) and all(
+    x in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "EXTERNAL", "ANONYMOUS") for x in v),
+    "a list of SASL mechanisms (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN, EXTERNAL, ANONYMOUS)")
 _sync = _check(lambda v: v in ("FULL", "NORMAL", "OFF"), "one of FULL, NORMAL, OFF")
 
 
@@ -210,11 +213,14 @@ def _virtual_topic(path: str, value: Any) -> dict:
 
 
 def _security(path: str, value: Any) -> dict:
-    t = _table(path, value, {"anonymous": _bool,
+    t = _table(path, value, {"anonymous": _bool, "mechanisms": _mechanisms,
                              "user": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _USER)),
                              "permission": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _PERMISSION))},
                {"anonymous": True})
+    for i, u in enumerate(t.get("user", ())):
+        _required(f"{path}.user[{i}]", u, "name", "password_hash")
     return {"anonymous": t["anonymous"], "users": tuple(t.get("user", ())),
+            "mechanisms": tuple(t.get("mechanisms", ("SCRAM-SHA-256", "PLAIN"))),
             "permissions": tuple(t.get("permission", ()))}
 
 
