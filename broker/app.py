@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
+from contextlib import contextmanager
 from typing import Callable
 
 from .config import Config
@@ -19,13 +20,15 @@ from .spool import FileSpool
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
-from .security.auth import Authenticator
+from .security.auth import Authenticator, Principal
+from .security.permissions import Permissions
 from .protocol import codec
 from .protocol.terminus import parse_name
 
 log = logging.getLogger("hermod")
 
 MANAGEMENT_ADDRESS = "hermod.management"
+NOBODY = Principal("(not logged in)", frozenset())
 RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page the rest in
 
 
@@ -55,6 +58,8 @@ class Broker:
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self)
         self.auth = Authenticator(config.security)
+        self.permissions = Permissions(config.security.get("permissions", ()))
+        self.acting: Principal | None = None  # whose attach or send is being handled
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -91,13 +96,51 @@ class Broker:
 
     compile_consumer_selector = compile_filter
 
+    # -- permissions -----------------------------------------------------------------------------
+    @contextmanager
+    def acting_as(self, principal: Principal | None):
+        """Attaches and sends handled inside are `principal`'s: checked, and any address or
+        durable queue they would create too."""
+        if not self.permissions.enabled:
+            yield
+            return
+        previous, self.acting = self.acting, principal or NOBODY
+        self.postoffice.creation_guard = self.authorize
+        try:
+            yield
+        finally:
+            self.acting = previous
+            if previous is None:
+                self.postoffice.creation_guard = None
+
+    def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
+        """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,
+        with a log line, unless the principal's roles allow it."""
+        who = principal or self.acting or NOBODY
+        if self.permissions.allows(who.roles, operation, address):
+            return
+        log.warning("denied: user %s may not %s on address %s", who.name, operation, address)
+        raise errors.NotAuthorized(f"user {who.name} is not allowed to {operation} on address {address}")
+
+    def subscription_delete_denial(self, principal: Principal | None, queue) -> str | None:
+        """Closing a durable subscription deletes its queue: `delete_queue` on its address."""
+        try:
+            self.authorize("delete_queue", queue.address.name, principal)
+        except errors.NotAuthorized as e:
+            return str(e)
+        return None
+
     # -- links ---------------------------------------------------------------------------------
     def attach_producer(self, req: core_links.ProducerRequest) -> core_links.ProducerTarget:
+        if self.acting is not None and req.address is not None and not req.dynamic:
+            self.authorize("manage" if req.address == self.management_address else "send", req.address)
         if req.address == self.management_address:
             return core_links.ProducerTarget(req.address, ANYCAST, ANYCAST)
         return core_links.attach_producer(self.postoffice, req)
 
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
+        if self.acting is not None and not req.dynamic:
+            self.authorize("browse" if req.browser else "consume", req.address)
         if not req.dynamic and req.queue is None:
             found = find_virtual_topic(self.virtual_topics, req.address)
             if found is not None:
@@ -111,6 +154,8 @@ class Broker:
         server = self.config.server
         name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
         rt = rt or name.routing_type
+        if self.acting is not None:
+            self.authorize("manage" if name.address == self.management_address else "send", name.address)
         if name.address == self.management_address:
             return name.address, ANYCAST, None
         if name.queue is not None:

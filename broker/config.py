@@ -219,6 +219,8 @@ def _security(path: str, value: Any) -> dict:
                {"anonymous": True})
     for i, u in enumerate(t.get("user", ())):
         _required(f"{path}.user[{i}]", u, "name", "password_hash")
+    for i, p in enumerate(t.get("permission", ())):
+        _required(f"{path}.permission[{i}]", p, "match")
     return {"anonymous": t["anonymous"], "users": tuple(t.get("user", ())),
             "mechanisms": tuple(t.get("mechanisms", ("SCRAM-SHA-256", "PLAIN"))),
             "permissions": tuple(t.get("permission", ()))}

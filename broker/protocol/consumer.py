@@ -95,7 +95,8 @@ class ConsumerLink:
                 subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
                     conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
                 durable=remote.durable, shared=shared,
-                exclusive=options.get("consumer.exclusive", "").lower() == "true")
+                exclusive=options.get("consumer.exclusive", "").lower() == "true",
+                user=conn.principal.name if conn.principal is not None else None)
             handler.durable_subscription = remote.durable
         handler.browser = browser
         handler.consumers = handler._attach_parts(req, remote)
@@ -167,6 +168,10 @@ class ConsumerLink:
             queue = None
         if queue is None:
             raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
+        principal = self.conn.principal
+        core_links.check_owner(queue, principal.name if principal is not None else None)
+        if self.broker.acting is not None:
+            self.broker.authorize("consume", queue.address.name)
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
         self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
         self.durable_subscription = True
@@ -333,6 +338,12 @@ class ConsumerLink:
         self.deliveries.clear()
         closes = closed or self.expiry_policy == "link-detach" or (
             session_end and self.expiry_policy == "session-end" and not self.durable_subscription)
+        if closes and self.durable_subscription and self.broker.permissions.enabled:
+            denial = next(filter(None, (self.broker.subscription_delete_denial(self.conn.principal, c.queue)
+                                        for c in consumers if c.queue.durable)), None)
+            if denial is not None:  # the subscription stays; the client is told why
+                closes = False
+                set_condition(lib.pn_link_condition(self.link), conditions.UNAUTHORIZED_ACCESS, denial)
         for consumer in consumers:
             consumer.link = _Gone
             core_links.detach_consumer(self.broker.postoffice, consumer, closed=closes)

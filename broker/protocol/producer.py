@@ -182,7 +182,14 @@ class ProducerLink:
             if rt is None and annotations:
                 rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
             try:
-                address, rt, queue = self.broker.resolve_relay(to, rt)
+                if self.broker.permissions.enabled:  # `send` per message on a relay link
+                    with self.broker.acting_as(self.conn.principal):
+                        address, rt, queue = self.broker.resolve_relay(to, rt)
+                else:
+                    address, rt, queue = self.broker.resolve_relay(to, rt)
+            except errors.NotAuthorized as e:
+                self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
+                return
             except errors.HermodError as e:
                 self._reject(d, presettled, txn, conditions.FAILED, str(e))
                 return

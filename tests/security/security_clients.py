@@ -176,3 +176,27 @@ class EngineClient:
 def hermod(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker", *args], input=stdin, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def engine_login(address: str, user: str, password: str, mech: str = "PLAIN") -> EngineClient:
+    sock = connect(address)
+    code, reader = sasl_login(sock, mech, user, password)
+    assert code == 0, f"login of {user} failed"
+    return EngineClient(sock, reader.buf)
+
+
+def relay_send(client: EngineClient, to: str, body: str):
+    """Send on an anonymous-relay link (no target address); (outcome, condition name, text)."""
+    link = getattr(client, "_relay", None)
+    if link is None:
+        link = client._relay = client.session.sender("relay")
+        link.target.address = None
+        link.open()
+        client.pump(lambda: link.state & proton.Endpoint.REMOTE_ACTIVE and link.credit > 0)
+    client._tag = getattr(client, "_tag", 0) + 1
+    d = link.delivery(str(client._tag).encode())
+    link.send(Message(body=body, address=to).encode())
+    link.advance()
+    client.pump(lambda: d.remote_state)
+    cond = d.remote.condition
+    return d.remote_state, cond.name if cond else None, cond.description if cond else None
