@@ -86,7 +86,7 @@ def cmd_run(args) -> int:
 
 async def _run(cfg: config_mod.Config) -> int:
     from .app import Broker
-    from .protocol.server import Server, print_ready
+    from .protocol.server import Server, print_listener, print_ready
 
     loop = asyncio.get_running_loop()
     journal = open_journal(cfg, loop.call_soon_threadsafe)
@@ -101,13 +101,19 @@ async def _run(cfg: config_mod.Config) -> int:
         broker.close()
         raise CliError(f"cannot start: {e}") from None
     server = Server(broker, loop)
+    main = cfg.main_listener()
+    ready = []
     try:
-        host, port = await server.start(cfg.server.host, cfg.server.port)
-    except OSError as e:
+        if cfg.tls is not None:
+            from .protocol.tls import server_context
+            server.tls_context = server_context(cfg.tls)
+        for listener in cfg.extra_listeners():
+            h, p = await _listen(server.start_listener(listener), listener)
+            ready.append((listener.name, listener.scheme, _shown_host(listener.host, h), p))
+        host, port = await _listen(server.start(main.host, main.port, main), main)
+    except (CliError, ValueError) as e:
         broker.close()
-        if e.errno == errno.EADDRINUSE:
-            raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
-        raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+        raise CliError(str(e)) from None
     server.install_signal_handlers()
     from .retention import start_purger
     purger = start_purger(cfg)  # None unless some address retains messages in a database
@@ -115,11 +121,27 @@ async def _run(cfg: config_mod.Config) -> int:
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
-    print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
+    for name, scheme, h, p in ready:
+        print_listener(name, scheme, h, p)
+    print_ready(_shown_host(cfg.server.host, host), port, main.scheme)
     await server.serve_until_stopped()
     if purger is not None:
         purger.stop()
     return 0
+
+
+async def _listen(starting, listener) -> tuple[str, int]:
+    try:
+        return await starting
+    except OSError as e:
+        starting.close()
+        if e.errno == errno.EADDRINUSE:
+            raise CliError(f"port {listener.port} on {listener.host} is already in use") from None
+        raise CliError(f"cannot listen on {listener.host}:{listener.port}: {e.strerror or e}") from None
+
+
+def _shown_host(configured: str, bound: str) -> str:
+    return configured if configured not in ("", "0.0.0.0", "::") else bound
 
 
 # -- db -------------------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ class ServerConfig:
     idle_timeout_s: float = 60
     max_frame_size: int = 1048576
     max_message_size: int = 104857600
+    tls: bool = False
 
     @property
     def anycast_prefixes(self) -> tuple[str, ...]:
@@ -89,6 +90,30 @@ class ServerConfig:
     @property
     def multicast_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in self.multicast_prefix.split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One place that accepts connections: the main one ([server]) or a [[listener]] entry."""
+    name: str
+    host: str
+    port: int
+    tls: bool = False
+    websocket: bool = False
+    max_frame_size: int = 1048576
+    mechanisms: tuple[str, ...] | None = None  # None: [security] mechanisms
+
+    @property
+    def scheme(self) -> str:
+        return ("wss" if self.tls else "ws") if self.websocket else ("amqps" if self.tls else "amqp")
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    cert: Path
+    key: Path
+    ca: Path | None = None
+    client_certificates: str = "none"  # none | optional | required
 
 
 @dataclass(frozen=True)
@@ -126,10 +151,30 @@ class Config:
     composites: tuple[dict, ...] = ()
     security: dict = field(default_factory=lambda: {"anonymous": True, "users": (), "permissions": ()})
     path: Path | None = None
+    listeners: tuple[dict, ...] = ()  # [[listener]] as written; see extra_listeners()
+    tls: TlsConfig | None = None
+
+    def main_listener(self) -> ListenerConfig:
+        s = self.server
+        return ListenerConfig("main", s.host, s.port, s.tls, False, s.max_frame_size, None)
+
+    def extra_listeners(self) -> list[ListenerConfig]:
+        """Every key a [[listener]] does not set is taken from [server]."""
+        s = self.server
+        return [ListenerConfig(l["name"], l.get("host", s.host), l.get("port", s.port), l.get("tls", s.tls),
+                               l.get("websocket", False), l.get("max_frame_size", s.max_frame_size),
+                               tuple(l["mechanisms"]) if "mechanisms" in l else None)
+                for l in self.listeners]
 
 
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
-           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive}
+           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive,
+           "tls": _bool}
+_LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
+             "max_frame_size": _positive, "mechanisms": _mechanisms}
+_TLS = {"cert": _str, "key": _str, "ca": _str,
+        "client_certificates": _check(lambda v: v in ("none", "optional", "required"),
+                                      "one of none, optional, required")}
 _STORE = {"url": _str, "sqlite_synchronous": _sync}
 _SETTINGS_TYPES = {
     "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
@@ -226,6 +271,14 @@ def _security(path: str, value: Any) -> dict:
             "permissions": tuple(t.get("permission", ()))}
 
 
+def _listener(path: str, value: Any) -> dict:
+    t = _table(path, value, _LISTENER)
+    _required(path, t, "name")
+    if t.get("websocket"):
+        raise ConfigError(f"{path}.websocket: AMQP over WebSocket is not implemented yet")
+    return t
+
+
 def _check_selector(path: str, text: str) -> None:
     from .selector import SelectorError, compile_selector
     try:
@@ -243,11 +296,30 @@ _TOP = {
     "virtual_topic": lambda p, v: _array(p, v, _virtual_topic),
     "composite": lambda p, v: _array(p, v, _composite),
     "security": _security,
+    "listener": lambda p, v: _array(p, v, _listener),
+    "tls": lambda p, v: _table(p, v, _TLS),
 }
 
 
 def parse(data: dict, path: Path | None = None) -> Config:
     t = _table("", data, _TOP)
+    listeners = tuple(t.get("listener", ()))
+    names = [l["name"] for l in listeners]
+    for i, name in enumerate(names):
+        if name in names[:i] or name == "main":
+            raise ConfigError(f"listener[{i}].name: {name!r} is used twice (\"main\" is [server])")
+    tls = None
+    if "tls" in t:
+        _required("tls", t["tls"], "cert", "key")
+        base = path.parent if path is not None else Path.cwd()
+        tls = TlsConfig(cert=base / t["tls"]["cert"], key=base / t["tls"]["key"],
+                        ca=base / t["tls"]["ca"] if "ca" in t["tls"] else None,
+                        client_certificates=t["tls"].get("client_certificates", "none"))
+    server_tls = t.get("server", {}).get("tls", False)
+    for where, on in [("server.tls", server_tls)] + [(f"listener[{i}].tls", l.get("tls", server_tls))
+                                                      for i, l in enumerate(listeners)]:
+        if on and tls is None:
+            raise ConfigError(f"{where}: TLS needs a [tls] table with cert and key")
     return Config(
         server=ServerConfig(**t.get("server", {})),
         store=StoreConfig(**t.get("store", {})),
@@ -258,6 +330,8 @@ def parse(data: dict, path: Path | None = None) -> Config:
         composites=tuple(t.get("composite", ())),
         security=t.get("security", Config().security),
         path=path,
+        listeners=listeners,
+        tls=tls,
     )
 
 

@@ -88,7 +88,7 @@ class Connection:
         # stream from the AMQP header on, and only once the login succeeded.
         self.gate = open_gate(self, socket_transport)
         lib.pn_transport_set_idle_timeout(t, int(cfg.idle_timeout_s * 1000))
-        lib.pn_transport_set_max_frame(t, cfg.max_frame_size)
+        lib.pn_transport_set_max_frame(t, self.listener.max_frame_size if self.listener else cfg.max_frame_size)
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_transport_bind(t, self.conn)
         self.server.connections.add(self)
