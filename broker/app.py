@@ -7,6 +7,7 @@ import logging
 import socket
 import uuid
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable
 
 from .config import Config
@@ -20,6 +21,7 @@ from .spool import FileSpool
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
+from .security.audit import AuditLog, no_audit
 from .security.auth import Authenticator, Principal
 from .security.permissions import Permissions
 from .protocol import codec
@@ -60,6 +62,9 @@ class Broker:
         self.auth = Authenticator(config.security)
         self.permissions = Permissions(config.security.get("permissions", ()))
         self.acting: Principal | None = None  # whose attach or send is being handled
+        audit_path = config.security.get("audit_log")
+        self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
+        self.validate_user_id = config.security.get("validate_user_id", False)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,6 +125,7 @@ class Broker:
         if self.permissions.allows(who.roles, operation, address):
             return
         log.warning("denied: user %s may not %s on address %s", who.name, operation, address)
+        self.audit("denied", user=who.name, operation=operation, address=address)
         raise errors.NotAuthorized(f"user {who.name} is not allowed to {operation} on address {address}")
 
     def subscription_delete_denial(self, principal: Principal | None, queue) -> str | None:
@@ -167,6 +173,8 @@ class Broker:
         return name.address, rt if rt is not None else found, None
 
     def close(self) -> None:
+        if self.audit is not no_audit:
+            self.audit.close()
         self.journal.close()
         self.postoffice.spool.close()
 

@@ -259,6 +259,7 @@ def _virtual_topic(path: str, value: Any) -> dict:
 
 def _security(path: str, value: Any) -> dict:
     t = _table(path, value, {"anonymous": _bool, "mechanisms": _mechanisms,
+                             "max_connections_per_user": _int, "audit_log": _str, "validate_user_id": _bool,
                              "user": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _USER)),
                              "permission": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _PERMISSION))},
                {"anonymous": True})
@@ -268,6 +269,8 @@ def _security(path: str, value: Any) -> dict:
         _required(f"{path}.permission[{i}]", p, "match")
     return {"anonymous": t["anonymous"], "users": tuple(t.get("user", ())),
             "mechanisms": tuple(t.get("mechanisms", ("SCRAM-SHA-256", "PLAIN"))),
+            "max_connections_per_user": t.get("max_connections_per_user", -1),
+            "audit_log": t.get("audit_log"), "validate_user_id": t.get("validate_user_id", False),
             "permissions": tuple(t.get("permission", ()))}
 
 
@@ -315,6 +318,9 @@ def parse(data: dict, path: Path | None = None) -> Config:
         tls = TlsConfig(cert=base / t["tls"]["cert"], key=base / t["tls"]["key"],
                         ca=base / t["tls"]["ca"] if "ca" in t["tls"] else None,
                         client_certificates=t["tls"].get("client_certificates", "none"))
+    security = t.get("security")
+    if security is not None and security.get("audit_log"):
+        security["audit_log"] = str((path.parent if path is not None else Path.cwd()) / security["audit_log"])
     server_tls = t.get("server", {}).get("tls", False)
     for where, on in [("server.tls", server_tls)] + [(f"listener[{i}].tls", l.get("tls", server_tls))
                                                       for i, l in enumerate(listeners)]:

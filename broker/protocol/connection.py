@@ -332,6 +332,9 @@ class Connection:
             self._tick_handle.cancel()
             self._tick_handle = None
         self._detach_links(lambda link: True, session_end=True)
+        if self.principal is not None:  # counted by the SASL gate (connections per user)
+            self.broker.auth.disconnect(self.principal)
+            self.principal = None
         self.closed = True
         self.server.connections.discard(self)
         self.server.unmark(self)

@@ -19,11 +19,13 @@ class ManagementEndpoint:
     def __init__(self, broker):
         self.broker = broker
 
-    def handle(self, message: Message) -> None:
+    def handle(self, message: Message, principal=None) -> None:
         request = ProtonMessage()
         request.decode(message.encoded)
         reply_to = request.reply_to
         operation = (request.properties or {}).get("operation")
+        self.broker.audit("management", user=principal.name if principal is not None else None,
+                          operation=str(operation))
         try:
             body, status, error = self.broker.management.call(str(operation), reply_to), 200, None
         except KeyError as e:

@@ -163,6 +163,10 @@ class ProducerLink:
         except codec.DecodeError as e:
             self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
             return
+        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
+                         "properties.user-id is not the authenticated user")
+            return
         target = self.target
         if target.parts is not None:
             if txn is not None:  # [transactions]
@@ -205,7 +209,7 @@ class ProducerLink:
             return
         message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
         if address == self.broker.management_address:
-            self.conn.server.management.handle(message)
+            self.conn.server.management.handle(message, self.conn.principal)
             self._outcome(d, presettled, PN_ACCEPTED)
             return
         po = self.postoffice
@@ -222,6 +226,17 @@ class ProducerLink:
             lib.pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
+
+    def _user_id_valid(self, data: bytes, envelope) -> bool:
+        """`[security] validate_user_id`: a message's user-id, when set, must name the user
+        who logged in (AMQP 1.0 3.2.4; Artemis validates it the same way)."""
+        user_id = envelope.properties_of(data).get("user_id")
+        if user_id is None:
+            return True
+        if isinstance(user_id, (bytes, bytearray, memoryview)):
+            user_id = bytes(user_id).decode("utf-8", "replace")
+        principal = self.conn.principal
+        return principal is not None and str(user_id) == principal.name
 
     def _completion(self, d):
         def done(error: BaseException | None) -> None:

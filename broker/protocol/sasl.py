@@ -35,7 +35,7 @@ MAX_STEPS = 4
 
 SASL_MECHANISMS, SASL_INIT, SASL_CHALLENGE, SASL_RESPONSE, SASL_OUTCOME = 0x40, 0x41, 0x42, 0x43, 0x44
 _BY_SYMBOL = {"amqp:sasl-init:list": SASL_INIT, "amqp:sasl-response:list": SASL_RESPONSE}
-OK, AUTH, SYS = 0, 1, 2
+OK, AUTH, SYS, SYS_PERM = 0, 1, 2, 3
 
 _HEADER, _INIT, _RESPONSE, _AMQP_HEADER, _DONE, _FAILED = range(6)
 
@@ -129,8 +129,10 @@ class SaslGate:
             return True
         if header == AMQP_HEADER:
             if self.auth.anonymous:
+                if not self._admit(ANONYMOUS, sasl=False):
+                    return False
+                log.info("connection %s logged in as anonymous (no SASL)", self.conn.peer)
                 self.state = _DONE  # the header stays in the buffer: Proton reads it
-                self.on_done(ANONYMOUS)
                 return True
             log.info("connection %s skipped SASL: refused (anonymous logins are off)", self.conn.peer)
             self.state = _FAILED
@@ -270,12 +272,13 @@ class SaslGate:
 
     def _succeed(self, principal: Principal, additional: bytes | None = None) -> None:
         self.auth.succeeded(self.host)
+        if not self._admit(principal, sasl=True):
+            return
         fields = [UByte(OK)] + ([additional] if additional is not None else [])
         self.conn.socket.write(sasl_frame(SASL_OUTCOME, fields))
         log.info("connection %s logged in as %s (%s)", self.conn.peer, principal.name, principal.mechanism
                  if principal is not ANONYMOUS else "ANONYMOUS")
         self.state = _AMQP_HEADER
-        self.on_done(principal)
 
     def _fail(self, why: str, user: str) -> None:
         """A failed login: the outcome only after a delay that grows with this address's
@@ -285,10 +288,26 @@ class SaslGate:
         delay = self.auth.failure_delay(self.host)
         log.warning("connection %s: login failed for user %r with %s: %s (answered in %.2fs)",
                     self.conn.peer, user, self.mechanism or "?", why, delay)
-        audit = getattr(self.conn.broker, "audit", None)
-        if audit is not None:
-            audit("login_failed", peer=self.conn.peer, user=user, mechanism=self.mechanism, reason=why)
+        self.conn.broker.audit("login_failed", peer=self.conn.peer, user=user, mechanism=self.mechanism,
+                               reason=why)
         self.conn.server.loop.call_later(delay, self._send_failure)
+
+    def _admit(self, principal: Principal, sasl: bool) -> bool:
+        """Count the connection against the user's limit (`max_connections_per_user`); at the
+        limit it is refused: sasl-outcome sys-perm, or a close without SASL."""
+        if not self.auth.connect(principal):
+            self.state = _FAILED
+            self.buf.clear()
+            log.warning("connection %s: user %s is at its connection limit (%d); refused", self.conn.peer,
+                        principal.name, self.auth.max_connections)
+            self.conn.broker.audit("connection_limit", peer=self.conn.peer, user=principal.name)
+            self.conn.socket.write(sasl_frame(SASL_OUTCOME, [UByte(SYS_PERM)]) if sasl else
+                                   refusal(self.conn.broker.container_id, "connection limit reached"))
+            self.conn.socket.close()
+            return False
+        self.conn.broker.audit("login", peer=self.conn.peer, user=principal.name, mechanism=principal.mechanism)
+        self.on_done(principal)
+        return True
 
     def _send_failure(self) -> None:
         sock = self.conn.socket

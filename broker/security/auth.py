@@ -55,6 +55,8 @@ class Authenticator:
             except ValueError as e:
                 raise ConfigError(f"security.user[{i}].password_hash: {e}") from None
             self.users[u["name"]] = (stored, frozenset(u.get("roles", ())))
+        self.max_connections = security.get("max_connections_per_user", -1)
+        self._connections: dict[str, int] = {}  # user -> open connections
         self._secret = os.urandom(32)  # for the made-up salts of unknown users
         self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
 
@@ -94,6 +96,22 @@ class Authenticator:
         digest = hmac.new(self._secret, user.encode(), hashlib.sha256).digest()
         size = hashlib.new(HASHES[mechanism]).digest_size
         return ScramKeys(digest[:16], ITERATIONS, os.urandom(size), os.urandom(size))
+
+    # -- connections per user ---------------------------------------------------------------------
+    def connect(self, principal: Principal) -> bool:
+        """Count a logged-in connection; False (not counted) when the user is at the limit."""
+        n = self._connections.get(principal.name, 0)
+        if 0 <= self.max_connections <= n:
+            return False
+        self._connections[principal.name] = n + 1
+        return True
+
+    def disconnect(self, principal: Principal) -> None:
+        n = self._connections.get(principal.name, 0) - 1
+        if n > 0:
+            self._connections[principal.name] = n
+        else:
+            self._connections.pop(principal.name, None)
 
     # -- throttling ------------------------------------------------------------------------------
     def failure_delay(self, host: str) -> float:

@@ -157,19 +157,21 @@ class EngineClient:
                 return
             self.transport.push(data)
 
-    def send(self, address: str, body: str):
-        link = self.session.sender(f"s-{address}")
+    def send(self, address: str, body):
+        self._links = getattr(self, "_links", 0) + 1
+        link = self.session.sender(f"s{self._links}-{address}")
         link.target.address = address
         link.open()
         self.pump(lambda: link.state & proton.Endpoint.REMOTE_ACTIVE and link.credit > 0
                   or link.state & proton.Endpoint.REMOTE_CLOSED)
         if link.state & proton.Endpoint.REMOTE_CLOSED:
             return link.remote_condition
-        msg = Message(body=body)
+        msg = body if isinstance(body, Message) else Message(body=body)
         d = link.delivery(b"1")
         link.send(msg.encode())
         link.advance()
         self.pump(lambda: d.remote_state)
+        self.last_condition = d.remote.condition
         return d.remote_state
 
 
