@@ -167,3 +167,15 @@ def test_sighup_reloads_the_certificate_without_dropping_connections(start_broke
         held.create_sender("q.held").send(Message(body="still here"))
     finally:
         held.close()
+
+
+def test_perf_tool_speaks_amqps(start_broker, pki):
+    """`hermod perf --url amqps://...` (how the TLS cost on Q1 is measured)."""
+    import subprocess
+    import sys
+    b = start_broker(config="[server]\ntls = true\n" + tls_section(pki))
+    r = subprocess.run([sys.executable, "-m", "broker", "perf", "--url", b.url, "--mode", "throughput",
+                        "--count", "500", "--size", "64", "--address", "q.perf"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "msgs=500 sent=500 received=500" in r.stdout
