@@ -149,6 +149,7 @@ def _shown_host(configured: str, bound: str) -> str:
 
 def cmd_db_upgrade(args) -> int:
     cfg = _load_config(args)
+    os.umask(0o077)  # a store file this creates is its owner's only
     url = cfg.store.url
     if url == "memory":
         print("store is 'memory': nothing to upgrade")
