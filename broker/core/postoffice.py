@@ -301,6 +301,12 @@ class PostOffice:
     def ensure_send_target(self, name: str, rt: str | None) -> Address:
         """A multicast send needs the address; an anycast send also needs an anycast queue
         (Hermod checks the queue's routing type, unlike Artemis). Created when allowed."""
+        if self.creation_guard is not None:  # both checks before anything is made
+            existing, settings = self.addresses.get(name), self.settings_for(name)
+            if existing is None and settings.auto_create_addresses:
+                self.creation_guard("create_address", name)
+            if rt == ANYCAST and (existing is None or not existing.anycast) and settings.auto_create_queues:
+                self.creation_guard("create_durable_queue", name)
         try:
             address = self.ensure_address(name, rt)
         except AddressNotFound:

@@ -147,6 +147,9 @@ def test_creating_needs_create_address_and_create_durable_queue(secured):
         assert "create_durable_queue" in str(err)
     finally:
         alice.close()
+    rows = management_call(secured.url.replace("amqp://", f"amqp://root:{PW['root']}@"), "address.stat")
+    names = {r["address"] if isinstance(r, dict) else r for r in rows}
+    assert "half.new" not in names and "closed.new" not in names  # a denial creates nothing
 
 
 def test_manage_guards_the_management_endpoint(secured):

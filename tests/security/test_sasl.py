@@ -253,3 +253,31 @@ def engine_opening_bytes() -> bytes:
 
 def wait_for_log(broker, text: str) -> bool:
     return wait_for(lambda: any(text in line for line in broker.stderr_lines), message=text)
+
+
+@pytest.mark.parametrize("opening, log_text", [
+    (b"GET / HTTP/1.1\r\n\r\n", "did not start with an AMQP protocol header"),
+    (SASL_HEADER + b"\x00\x10\x00\x00\x02\x01\x00\x00", "sent a malformed SASL frame (size 1048576)"),
+    (SASL_HEADER + frame(1, 0x44, [0]), "out of turn"),
+])
+def test_hostile_openings_close_only_that_connection(locked, opening, log_text):
+    sock = connect(locked.address)
+    sock.sendall(opening)
+    FrameReader(sock).rest()  # the broker closes it (after at most its own header and mechanisms)
+    assert wait_for_log(locked, log_text)
+    assert sasl_login(connect(locked.address), "PLAIN", "alice", ALICE_PW)[0] == 0
+
+
+def test_a_pipelined_login_reaches_amqp(locked):
+    """A client may send its AMQP header and frames right behind a correct sasl-init."""
+    sock = connect(locked.address)
+    sock.sendall(SASL_HEADER + sasl_init("PLAIN", f"\0alice\0{ALICE_PW}".encode()) + engine_opening_bytes())
+    reader = FrameReader(sock)
+    assert reader.header() == SASL_HEADER
+    assert reader.frame()[1] == 0x40
+    ftype, code, fields = reader.frame()
+    assert (code, int(fields[0])) == (0x44, 0)
+    assert reader.header() == AMQP_HEADER
+    codes = [reader.frame()[1] for _ in range(3)]
+    assert codes == [0x10, 0x11, 0x12]  # open, begin, attach: served
+    sock.close()
