@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable
 
 from .config import Config
@@ -19,6 +21,9 @@ from .spool import FileSpool
 from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
+from .security.audit import AuditLog, no_audit
+from .security.auth import Authenticator, Principal
+from .security.permissions import Permissions
 from .protocol import codec
 from .protocol.management_codec import ManagementCodec
 from .protocol.terminus import parse_name
@@ -26,6 +31,7 @@ from .protocol.terminus import parse_name
 log = logging.getLogger("hermod")
 
 MANAGEMENT_ADDRESS = "hermod.management"
+NOBODY = Principal("(not logged in)", frozenset())
 RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page the rest in
 RECOVERY_MEMORY_SHARE = 0.5  # of the memory limit, for all the messages recovery reads
 
@@ -55,6 +61,14 @@ class Broker:
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self, ManagementCodec())
+        if config.server.max_memory_mb is not None:  # before recovery, which reads within it
+            self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
+        self.auth = Authenticator(config.security)
+        self.permissions = Permissions(config.security.get("permissions", ()))
+        self.acting: Principal | None = None  # whose attach or send is being handled
+        audit_path = config.security.get("audit_log")
+        self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
+        self.validate_user_id = config.security.get("validate_user_id", False)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -82,9 +96,6 @@ class Broker:
         return Message(record.encoded, envelope, record.address, record.routing_type,
                        None, record.arrival, record.id)
 
-    def sasl_mechanisms(self) -> list[str]:
-        return ["ANONYMOUS"] if self.config.security.get("anonymous", True) else []
-
     # -- selectors ------------------------------------------------------------------------------
     def compile_filter(self, text: str):
         """A selector as a predicate over a Message (raises InvalidFilter)."""
@@ -97,13 +108,71 @@ class Broker:
 
     compile_consumer_selector = compile_filter
 
+    # -- permissions -----------------------------------------------------------------------------
+    @contextmanager
+    def acting_as(self, principal: Principal | None):
+        """Attaches and sends handled inside are `principal`'s: checked, and any address or
+        durable queue they would create too."""
+        if not self.permissions.enabled:
+            yield
+            return
+        previous, self.acting = self.acting, principal or NOBODY
+        self.postoffice.creation_guard = self.authorize
+        try:
+            yield
+        finally:
+            self.acting = previous
+            if previous is None:
+                self.postoffice.creation_guard = None
+
+    def authorize_http(self, user: str | None, password: str | None, permission: str) -> bool:
+        """HTTP Basic for the management API, metrics and console: the user must log in and
+        hold `permission` (`manage`; for reads `browse` or `manage`) on some address. The API
+        is broker-wide, so a grant on any address admits; lists are not yet narrowed to what
+        the user may browse."""
+        if user is None or password is None:
+            return False
+        principal = self.auth.plain(user, password)
+        if principal is None:
+            log.warning("HTTP login failed for user %s", user)
+            self.audit("login-failed", user=user, via="http")
+            return False
+        wanted = ("browse", "manage") if permission == "browse" else (permission,)
+        if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
+            return True
+        log.warning("denied: user %s may not %s over HTTP", user, permission)
+        self.audit("denied", user=user, operation=permission, via="http")
+        return False
+
+    def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
+        """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,
+        with a log line, unless the principal's roles allow it."""
+        who = principal or self.acting or NOBODY
+        if self.permissions.allows(who.roles, operation, address):
+            return
+        log.warning("denied: user %s may not %s on address %s", who.name, operation, address)
+        self.audit("denied", user=who.name, operation=operation, address=address)
+        raise errors.NotAuthorized(f"user {who.name} is not allowed to {operation} on address {address}")
+
+    def subscription_delete_denial(self, principal: Principal | None, queue) -> str | None:
+        """Closing a durable subscription deletes its queue: `delete_queue` on its address."""
+        try:
+            self.authorize("delete_queue", queue.address.name, principal)
+        except errors.NotAuthorized as e:
+            return str(e)
+        return None
+
     # -- links ---------------------------------------------------------------------------------
     def attach_producer(self, req: core_links.ProducerRequest) -> core_links.ProducerTarget:
+        if self.acting is not None and req.address is not None and not req.dynamic:
+            self.authorize("manage" if req.address == self.management_address else "send", req.address)
         if req.address == self.management_address:
             return core_links.ProducerTarget(req.address, ANYCAST, ANYCAST)
         return core_links.attach_producer(self.postoffice, req)
 
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
+        if self.acting is not None and not req.dynamic:
+            self.authorize("browse" if req.browser else "consume", req.address)
         if not req.dynamic and req.queue is None:
             found = find_virtual_topic(self.virtual_topics, req.address)
             if found is not None:
@@ -117,6 +186,8 @@ class Broker:
         server = self.config.server
         name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
         rt = rt or name.routing_type
+        if self.acting is not None:
+            self.authorize("manage" if name.address == self.management_address else "send", name.address)
         if name.address == self.management_address:
             return name.address, ANYCAST, None
         if name.queue is not None:
@@ -128,6 +199,8 @@ class Broker:
         return name.address, rt if rt is not None else found, None
 
     def close(self) -> None:
+        if self.audit is not no_audit:
+            self.audit.close()
         self.journal.close()
         self.postoffice.spool.close()
 

@@ -80,6 +80,7 @@ def _store_error(url: str, error: BaseException) -> str:
 
 def cmd_run(args) -> int:
     cfg = _load_config(args)
+    os.umask(0o077)  # store, spool and audit files Hermod creates are its owner's only
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -88,7 +89,7 @@ def cmd_run(args) -> int:
 
 async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     from .app import Broker
-    from .protocol.server import Server, print_ready
+    from .protocol.server import Server, print_listener, print_ready
 
     loop = asyncio.get_running_loop()
     journal = open_journal(cfg, loop.call_soon_threadsafe)
@@ -103,13 +104,19 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
         broker.close()
         raise CliError(f"cannot start: {e}") from None
     server = Server(broker, loop)
+    main = cfg.main_listener()
+    ready = []
     try:
-        host, port = await server.start(cfg.server.host, cfg.server.port)
-    except OSError as e:
+        if cfg.tls is not None:
+            from .protocol.tls import server_context
+            server.tls_context = server_context(cfg.tls)
+        for listener in cfg.extra_listeners():
+            h, p = await _listen(server.start_listener(listener), listener)
+            ready.append((listener.name, listener.scheme, _shown_host(listener.host, h), p))
+        host, port = await _listen(server.start(main.host, main.port, main), main)
+    except (CliError, ValueError) as e:
         broker.close()
-        if e.errno == errno.EADDRINUSE:
-            raise CliError(f"port {cfg.server.port} on {cfg.server.host} is already in use") from None
-        raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+        raise CliError(str(e)) from None
     from .http.listener import HttpStartError, print_http_ready, start_http
     try:
         http = await start_http(broker, cfg, http_port)
@@ -123,9 +130,11 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    for name, scheme, h, p in ready:
+        print_listener(name, scheme, h, p)
     if http is not None:
         print_http_ready(http[1])
-    print_ready(cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else host, port)
+    print_ready(_shown_host(cfg.server.host, host), port, main.scheme)
     await server.serve_until_stopped()
     if http is not None:
         await http[0].stop()
@@ -134,11 +143,26 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     return 0
 
 
+async def _listen(starting, listener) -> tuple[str, int]:
+    try:
+        return await starting
+    except OSError as e:
+        starting.close()
+        if e.errno == errno.EADDRINUSE:
+            raise CliError(f"port {listener.port} on {listener.host} is already in use") from None
+        raise CliError(f"cannot listen on {listener.host}:{listener.port}: {e.strerror or e}") from None
+
+
+def _shown_host(configured: str, bound: str) -> str:
+    return configured if configured not in ("", "0.0.0.0", "::") else bound
+
+
 # -- db -------------------------------------------------------------------------------------------
 
 
 def cmd_db_upgrade(args) -> int:
     cfg = _load_config(args)
+    os.umask(0o077)  # a store file this creates is its owner's only
     url = cfg.store.url
     if url == "memory":
         print("store is 'memory': nothing to upgrade")
@@ -156,10 +180,43 @@ def cmd_db_upgrade(args) -> int:
 # -- user -----------------------------------------------------------------------------------------
 
 
+def _new_password(args) -> str:
+    """From --password, from stdin (--password-stdin: its first line), or asked twice on a
+    terminal; never echoed."""
+    if args.password is not None:
+        return args.password
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif sys.stdin.isatty():
+        import getpass
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise CliError("the passwords do not match")
+    else:
+        raise CliError("give --password, --password-stdin, or run on a terminal to be asked")
+    if not password:
+        raise CliError("the password is empty")
+    return password
+
+
 def cmd_user_add(args) -> int:
     from .security.passwords import add_user
-    add_user(Path(args.config), args.name, args.password, args.role)
+    add_user(Path(args.config), args.name, _new_password(args), args.role)
     print(f"added user {args.name}")
+    return 0
+
+
+def cmd_user_delete(args) -> int:
+    from .security.passwords import delete_user
+    delete_user(Path(args.config), args.name)
+    print(f"deleted user {args.name}")
+    return 0
+
+
+def cmd_user_list(args) -> int:
+    from .security.passwords import list_users
+    for name, roles in list_users(Path(args.config)):
+        print(f"{name} {','.join(roles)}")
     return 0
 
 
@@ -262,9 +319,18 @@ def build_parser() -> argparse.ArgumentParser:
     add = user.add_parser("add", help="add a user to the config file")
     add.add_argument("--config", required=True)
     add.add_argument("name")
-    add.add_argument("--password", required=True)
+    secret = add.add_mutually_exclusive_group()
+    secret.add_argument("--password")
+    secret.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     add.add_argument("--role", action="append", required=True)
     add.set_defaults(func=cmd_user_add)
+    delete = user.add_parser("delete", help="remove a user from the config file")
+    delete.add_argument("--config", required=True)
+    delete.add_argument("name")
+    delete.set_defaults(func=cmd_user_delete)
+    lst = user.add_parser("list", help="the users of the config file and their roles")
+    lst.add_argument("--config", required=True)
+    lst.set_defaults(func=cmd_user_list)
 
     url_default = os.environ.get("HERMOD_URL", "amqp://127.0.0.1:5672")
     prod = sub.add_parser("producer", help="send messages")

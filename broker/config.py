@@ -45,6 +45,9 @@ _policy = _check(lambda v: v in FULL_POLICIES, "one of " + ", ".join(FULL_POLICI
 _str_list = _check(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings")
 _divert_rt = _check(lambda v: v in ("anycast", "multicast", "pass", "strip"), "one of anycast, multicast, pass, strip")
 _kind = _check(lambda v: v in ("queue", "topic"), "one of queue, topic")
+_mechanisms = _check(lambda v: isinstance(v, list) and all(
+    x in ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "EXTERNAL", "ANONYMOUS") for x in v),
+    "a list of SASL mechanisms (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN, EXTERNAL, ANONYMOUS)")
 _sync = _check(lambda v: v in ("FULL", "NORMAL", "OFF"), "one of FULL, NORMAL, OFF")
 
 
@@ -79,6 +82,7 @@ class ServerConfig:
     idle_timeout_s: float = 60
     max_frame_size: int = 1048576
     max_message_size: int = 104857600
+    tls: bool = False
     # [limits] what one client may hold, and the broker's tuning knobs (contract: Operations)
     max_connections: int = 10000
     max_sessions_per_connection: int = 256
@@ -95,6 +99,30 @@ class ServerConfig:
     @property
     def multicast_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in self.multicast_prefix.split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One place that accepts connections: the main one ([server]) or a [[listener]] entry."""
+    name: str
+    host: str
+    port: int
+    tls: bool = False
+    websocket: bool = False
+    max_frame_size: int = 1048576
+    mechanisms: tuple[str, ...] | None = None  # None: [security] mechanisms
+
+    @property
+    def scheme(self) -> str:
+        return ("wss" if self.tls else "ws") if self.websocket else ("amqps" if self.tls else "amqp")
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    cert: Path
+    key: Path
+    ca: Path | None = None
+    client_certificates: str = "none"  # none | optional | required
 
 
 @dataclass(frozen=True)
@@ -148,6 +176,20 @@ class Config:
     composites: tuple[dict, ...] = ()
     security: dict = field(default_factory=lambda: {"anonymous": True, "users": (), "permissions": ()})
     path: Path | None = None
+    listeners: tuple[dict, ...] = ()  # [[listener]] as written; see extra_listeners()
+    tls: TlsConfig | None = None
+
+    def main_listener(self) -> ListenerConfig:
+        s = self.server
+        return ListenerConfig("main", s.host, s.port, s.tls, False, s.max_frame_size, None)
+
+    def extra_listeners(self) -> list[ListenerConfig]:
+        """Every key a [[listener]] does not set is taken from [server]."""
+        s = self.server
+        return [ListenerConfig(l["name"], l.get("host", s.host), l.get("port", s.port), l.get("tls", s.tls),
+                               l.get("websocket", False), l.get("max_frame_size", s.max_frame_size),
+                               tuple(l["mechanisms"]) if "mechanisms" in l else None)
+                for l in self.listeners]
 
 
 _above_zero = _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
@@ -157,7 +199,12 @@ _SERVER_LIMITS = {"max_connections": _positive, "max_sessions_per_connection": _
                   "expiry_scan_ms": _above_zero, "transaction_timeout_s": _number}
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
            "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive,
-           **_SERVER_LIMITS}
+           "tls": _bool, **_SERVER_LIMITS}
+_LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
+             "max_frame_size": _positive, "mechanisms": _mechanisms}
+_TLS = {"cert": _str, "key": _str, "ca": _str,
+        "client_certificates": _check(lambda v: v in ("none", "optional", "required"),
+                                      "one of none, optional, required")}
 _http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
                     "a port number 0-65535, or -1 for none")
 _HTTP = {"host": _str, "port": _http_port, "tls": _bool}
@@ -244,12 +291,28 @@ def _virtual_topic(path: str, value: Any) -> dict:
 
 
 def _security(path: str, value: Any) -> dict:
-    t = _table(path, value, {"anonymous": _bool,
+    t = _table(path, value, {"anonymous": _bool, "mechanisms": _mechanisms,
+                             "max_connections_per_user": _int, "audit_log": _str, "validate_user_id": _bool,
                              "user": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _USER)),
                              "permission": lambda p, v: _array(p, v, lambda pp, vv: _table(pp, vv, _PERMISSION))},
                {"anonymous": True})
+    for i, u in enumerate(t.get("user", ())):
+        _required(f"{path}.user[{i}]", u, "name", "password_hash")
+    for i, p in enumerate(t.get("permission", ())):
+        _required(f"{path}.permission[{i}]", p, "match")
     return {"anonymous": t["anonymous"], "users": tuple(t.get("user", ())),
+            "mechanisms": tuple(t.get("mechanisms", ("SCRAM-SHA-256", "PLAIN"))),
+            "max_connections_per_user": t.get("max_connections_per_user", -1),
+            "audit_log": t.get("audit_log"), "validate_user_id": t.get("validate_user_id", False),
             "permissions": tuple(t.get("permission", ()))}
+
+
+def _listener(path: str, value: Any) -> dict:
+    t = _table(path, value, _LISTENER)
+    _required(path, t, "name")
+    if t.get("websocket"):
+        raise ConfigError(f"{path}.websocket: AMQP over WebSocket is not implemented yet")
+    return t
 
 
 def _check_selector(path: str, text: str) -> None:
@@ -270,11 +333,33 @@ _TOP = {
     "virtual_topic": lambda p, v: _array(p, v, _virtual_topic),
     "composite": lambda p, v: _array(p, v, _composite),
     "security": _security,
+    "listener": lambda p, v: _array(p, v, _listener),
+    "tls": lambda p, v: _table(p, v, _TLS),
 }
 
 
 def parse(data: dict, path: Path | None = None) -> Config:
     t = _table("", data, _TOP)
+    listeners = tuple(t.get("listener", ()))
+    names = [l["name"] for l in listeners]
+    for i, name in enumerate(names):
+        if name in names[:i] or name == "main":
+            raise ConfigError(f"listener[{i}].name: {name!r} is used twice (\"main\" is [server])")
+    tls = None
+    if "tls" in t:
+        _required("tls", t["tls"], "cert", "key")
+        base = path.parent if path is not None else Path.cwd()
+        tls = TlsConfig(cert=base / t["tls"]["cert"], key=base / t["tls"]["key"],
+                        ca=base / t["tls"]["ca"] if "ca" in t["tls"] else None,
+                        client_certificates=t["tls"].get("client_certificates", "none"))
+    security = t.get("security")
+    if security is not None and security.get("audit_log"):
+        security["audit_log"] = str((path.parent if path is not None else Path.cwd()) / security["audit_log"])
+    server_tls = t.get("server", {}).get("tls", False)
+    for where, on in [("server.tls", server_tls)] + [(f"listener[{i}].tls", l.get("tls", server_tls))
+                                                      for i, l in enumerate(listeners)]:
+        if on and tls is None:
+            raise ConfigError(f"{where}: TLS needs a [tls] table with cert and key")
     return Config(
         server=ServerConfig(**t.get("server", {})),
         store=StoreConfig(**t.get("store", {})),
@@ -286,6 +371,8 @@ def parse(data: dict, path: Path | None = None) -> Config:
         composites=tuple(t.get("composite", ())),
         security=t.get("security", Config().security),
         path=path,
+        listeners=listeners,
+        tls=tls,
     )
 
 

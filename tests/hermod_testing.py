@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-READY = re.compile(r"hermod listening on (amqp://\S+)")
+READY = re.compile(r"hermod listening on (amqps?://\S+)")
 
 
 class BrokerProcess:
@@ -55,7 +55,7 @@ class BrokerProcess:
 
     @property
     def address(self) -> str:
-        return self.url.removeprefix("amqp://")
+        return self.url.split("://", 1)[1]
 
     def stop(self, timeout: float = 15) -> int:
         if self.proc and self.proc.poll() is None:

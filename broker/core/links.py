@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from .errors import (IllegalState, InvalidField, QueueNotFound,
+from .errors import (IllegalState, InvalidField, NotAuthorized, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
 from .flow import BLOCK
 from .message import ANYCAST, MULTICAST
@@ -105,6 +105,7 @@ class ConsumerRequest:
     durable: bool = False
     shared: bool = False
     exclusive: bool = False  # ActiveMQ's consumer.exclusive=true
+    user: str | None = None  # who attaches: a durable subscription belongs to its creator
 
 
 def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> Consumer:
@@ -167,6 +168,7 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
     name = req.subscription_queue or str(uuid.uuid4())
     queue = po.queues.get(name)
     if queue is not None:
+        check_owner(queue, req.user)
         changed = queue.address is not address or queue.filter_text != _filter_text(req)
         if changed:
             if queue.consumers:
@@ -180,8 +182,24 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
             name, address.name, MULTICAST, durable=req.durable, filter_text=_filter_text(req),
             filter=req.selector_predicate, max_consumers=-1 if req.shared else 1, auto_created=not req.durable,
             purpose="subscription", temporary=not req.durable and not req.shared,
-            extra={"no_local": req.no_local_container} if req.no_local_container else None)
+            extra=_subscription_extra(req))
     return queue
+
+
+def _subscription_extra(req: ConsumerRequest) -> dict | None:
+    extra = {}
+    if req.no_local_container:
+        extra["no_local"] = req.no_local_container
+    if req.durable and req.user is not None:
+        extra["owner"] = req.user
+    return extra or None
+
+
+def check_owner(queue: Queue, user: str | None) -> None:
+    """A durable subscription belongs to the user who created it."""
+    owner = queue.extra.get("owner")
+    if owner is not None and user is not None and owner != user:
+        raise NotAuthorized(f"durable subscription {queue.name} belongs to another user")
 
 
 def _filter_text(req: ConsumerRequest) -> str | None:
@@ -229,5 +247,5 @@ def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = F
         po.delete_queue(queue.name)
 
 
-__all__ = ["ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
+__all__ = ["check_owner", "ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
            "attach_consumer", "detach_consumer", "attach_virtual_topic_consumer"]

@@ -71,6 +71,9 @@ class PostOffice:
         self.message_from_record: Callable[[ports.MessageRecord], Message] | None = None
         self.duplicates = DuplicateIds()
         self.retaining = False  # some address keeps messages (retention_days > 0)
+        # Asked before a client's attach or send creates an address or a durable queue
+        # ("create_address" / "create_durable_queue", address name); raises NotAuthorized.
+        self.creation_guard: Callable[[str, str], None] | None = None
         self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
         self.forwarders: list[Forwarder] = []
         self._dispatch_scheduled = False
@@ -109,6 +112,8 @@ class PostOffice:
                        temporary: bool = False, persist: bool = True) -> Address:
         address = self.addresses.get(name)
         if address is None:
+            if self.creation_guard is not None and not temporary:
+                self.creation_guard("create_address", name)
             address = Address(name, set(routing_types), auto_created=auto_created, temporary=temporary)
             settings = self.settings_for(name)
             address.limit = settings.max_size_bytes
@@ -191,6 +196,8 @@ class PostOffice:
         existing = self.queues.get(name)
         if existing is not None:
             return existing
+        if self.creation_guard is not None and durable and not temporary:
+            self.creation_guard("create_durable_queue", address_name)
         address = self.addresses.get(address_name)
         if address is None:
             address = self.create_address(address_name, {routing_type}, auto_created=auto_created,
@@ -350,6 +357,12 @@ class PostOffice:
     def ensure_send_target(self, name: str, rt: str | None) -> Address:
         """A multicast send needs the address; an anycast send also needs an anycast queue
         (Hermod checks the queue's routing type, unlike Artemis). Created when allowed."""
+        if self.creation_guard is not None:  # both checks before anything is made
+            existing, settings = self.addresses.get(name), self.settings_for(name)
+            if existing is None and settings.auto_create_addresses:
+                self.creation_guard("create_address", name)
+            if rt == ANYCAST and (existing is None or not existing.anycast) and settings.auto_create_queues:
+                self.creation_guard("create_durable_queue", name)
         try:
             address = self.ensure_address(name, rt)
         except AddressNotFound:

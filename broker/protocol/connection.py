@@ -24,6 +24,7 @@ from .. import __version__
 from . import conditions
 from .conditions import set_condition
 from .links import open_link, refuse
+from .sasl import open_gate
 
 if TYPE_CHECKING:
     from .server import Server
@@ -59,9 +60,12 @@ _TRANSPORT_TAIL_CLOSED = E.PN_TRANSPORT_TAIL_CLOSED
 class Connection:
     """asyncio Protocol for one AMQP connection."""
 
-    def __init__(self, server: Server):
+    def __init__(self, server: Server, listener=None):
         self.server = server
         self.broker = server.broker
+        self.listener = listener  # the [[listener]] this connection came in on (None: [server])
+        self.principal = None  # who logged in (security.auth.Principal), set by the SASL gate
+        self.gate = None  # the SASL layer in front of Proton until the login succeeds
         self.socket = None
         self.peer = "?"
         self.closed = False
@@ -96,10 +100,11 @@ class Connection:
         cfg = self.broker.config.server
         t = self.transport
         lib.pn_transport_set_server(t)
-        sasl = lib.pn_sasl(t)
-        cproton.pn_sasl_allowed_mechs(sasl, " ".join(self.broker.sasl_mechanisms()))
+        # No pn_sasl: Hermod runs the SASL exchange itself (protocol/sasl.py); Proton sees the
+        # stream from the AMQP header on, and only once the login succeeded.
+        self.gate = open_gate(self, socket_transport)
         lib.pn_transport_set_idle_timeout(t, int(cfg.idle_timeout_s * 1000))
-        lib.pn_transport_set_max_frame(t, cfg.max_frame_size)
+        lib.pn_transport_set_max_frame(t, self.listener.max_frame_size if self.listener else cfg.max_frame_size)
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_transport_bind(t, self.conn)
         self.server.connections.add(self)
@@ -116,6 +121,11 @@ class Connection:
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.gate is not None:
+            data = self.gate.feed(data)
+            if not data:
+                return
+            self.gate = None
         t = self.transport
         pos, n = 0, len(data)
         while pos < n:
@@ -135,6 +145,8 @@ class Connection:
         self.process()
 
     def eof_received(self) -> bool:
+        if self.gate is not None:
+            return False  # still in SASL: nothing for Proton; close
         lib.pn_transport_close_tail(self.transport)
         self.process()
         return False
@@ -498,6 +510,9 @@ class Connection:
                 handle.cancel()
         self._tick_handle = self._handshake_handle = self._keepalive_handle = None
         self._detach_links(lambda link: True, session_end=True)
+        if self.principal is not None:  # counted by the SASL gate (connections per user)
+            self.broker.auth.disconnect(self.principal)
+            self.principal = None
         self.closed = True
         self.server.connections.discard(self)
         self.server.unmark(self)

@@ -102,7 +102,8 @@ class ConsumerLink:
                 subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
                     conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
                 durable=remote.durable, shared=shared,
-                exclusive=options.get("consumer.exclusive", "").lower() == "true")
+                exclusive=options.get("consumer.exclusive", "").lower() == "true",
+                user=conn.principal.name if conn.principal is not None else None)
             handler.durable_subscription = remote.durable
         handler.browser = browser
         handler.consumers = handler._attach_parts(req, remote)
@@ -177,6 +178,10 @@ class ConsumerLink:
             queue = None
         if queue is None:
             raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
+        principal = self.conn.principal
+        core_links.check_owner(queue, principal.name if principal is not None else None)
+        if self.broker.acting is not None:
+            self.broker.authorize("consume", queue.address.name)
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
         self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
         self.durable_subscription = True
@@ -372,9 +377,16 @@ class ConsumerLink:
         self.deliveries.clear()
         self.committing.clear()  # the engine frees the link's deliveries; callbacks see active
         attempted = session_end and self._connection_failed()
+        unsubscribing = closed and self.subscription is not None
+        if unsubscribing and self.broker.permissions.enabled:
+            denial = next(filter(None, (self.broker.subscription_delete_denial(self.conn.principal, c.queue)
+                                        for c in consumers if c.queue.name == self.subscription)), None)
+            if denial is not None:  # the subscription stays; the client is told why
+                unsubscribing = False
+                set_condition(lib.pn_link_condition(self.link), conditions.UNAUTHORIZED_ACCESS, denial)
         for consumer in consumers:
             consumer.link = _Gone
-            unsubscribe = closed and self.subscription is not None and consumer.queue.name == self.subscription
+            unsubscribe = unsubscribing and consumer.queue.name == self.subscription
             core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
                                        attempted=attempted)
 

@@ -36,9 +36,10 @@ def open_link(conn: Connection, link):
     """Handle a peer's attach; returns the link's handler, or None when refused."""
     is_sender = lib.pn_link_is_sender(link)  # we send: the client consumes
     try:
-        if is_sender:
-            return ConsumerLink.attach(conn, link)
-        return ProducerLink.attach(conn, link)
+        with conn.broker.acting_as(conn.principal):
+            if is_sender:
+                return ConsumerLink.attach(conn, link)
+            return ProducerLink.attach(conn, link)
     except errors.HermodError as e:
         log.info("refused attach of %s from %s: %s", cproton.pn_link_name(link), conn.peer, e)
         refuse(link, conditions.condition_for(e), str(e))

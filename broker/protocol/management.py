@@ -51,13 +51,15 @@ class ManagementEndpoint:
     def __init__(self, broker):
         self.broker = broker
 
-    def handle(self, message: Message) -> None:
+    def handle(self, message: Message, principal=None) -> None:
         request = ProtonMessage()
         request.decode(message.encoded)
         reply_to = request.reply_to
         operation = str((request.properties or {}).get("operation"))
         correlation = request.id or request.correlation_id
         legacy = operation in self.broker.management.operations()
+        self.broker.audit("management", user=principal.name if principal is not None else None,
+                          operation=operation)
         try:
             result = self.broker.management.call(operation, reply_to, request_arguments(request))
         except KeyError as e:

@@ -210,6 +210,10 @@ class ProducerLink:
         except codec.DecodeError as e:
             self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
             return
+        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
+                         "properties.user-id is not the authenticated user")
+            return
         target = self.target
         if target.parts is not None:
             if txn is not None:  # [transactions]
@@ -229,7 +233,14 @@ class ProducerLink:
             if rt is None and annotations:
                 rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
             try:
-                address, rt, queue = self.broker.resolve_relay(to, rt)
+                if self.broker.permissions.enabled:  # `send` per message on a relay link
+                    with self.broker.acting_as(self.conn.principal):
+                        address, rt, queue = self.broker.resolve_relay(to, rt)
+                else:
+                    address, rt, queue = self.broker.resolve_relay(to, rt)
+            except errors.NotAuthorized as e:
+                self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
+                return
             except errors.HermodError as e:
                 self._reject(d, presettled, txn, conditions.relay_condition(e), str(e))
                 return
@@ -245,7 +256,7 @@ class ProducerLink:
             return
         message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
         if address == self.broker.management_address:
-            self.conn.server.management.handle(message)
+            self.conn.server.management.handle(message, self.conn.principal)
             self._outcome(d, presettled, PN_ACCEPTED)
             return
         po = self.postoffice
@@ -268,6 +279,17 @@ class ProducerLink:
             lib.pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
+
+    def _user_id_valid(self, data: bytes, envelope) -> bool:
+        """`[security] validate_user_id`: a message's user-id, when set, must name the user
+        who logged in (AMQP 1.0 3.2.4; Artemis validates it the same way)."""
+        user_id = envelope.properties_of(data).get("user_id")
+        if user_id is None:
+            return True
+        if isinstance(user_id, (bytes, bytearray, memoryview)):
+            user_id = bytes(user_id).decode("utf-8", "replace")
+        principal = self.conn.principal
+        return principal is not None and str(user_id) == principal.name
 
     def _completion(self, d):
         """The outcome once the unit is stored; the credit it held comes back then."""

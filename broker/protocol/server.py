@@ -31,6 +31,8 @@ class Server:
         self._marked: dict[Connection, None] = {}
         self._flush_scheduled = False
         self._listener: asyncio.base_events.Server | None = None
+        self._extra_listeners: list = []
+        self.tls_context = None  # one SSLContext for every TLS listener, reloaded on SIGHUP
         self._stopping = asyncio.Event()
         self._scan = None
         self._out = ffi.new("char[]", 64 * 1024)
@@ -38,8 +40,6 @@ class Server:
         cfg = broker.config.server
         # How often queues are scanned for expired messages (Artemis: message-expiry-scan-period).
         self.expiry_scan_s = cfg.expiry_scan_ms / 1000.0
-        if cfg.max_memory_mb is not None:
-            broker.postoffice.flow.memory_limit = cfg.max_memory_mb * 1024 * 1024
         broker.postoffice.after_dispatch.append(self.flush)
 
     # -- output batching -----------------------------------------------------------------------
@@ -89,21 +89,45 @@ class Server:
         finally:
             self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(self, host: str, port: int, listener=None) -> tuple[str, int]:
+        """The main listener ([server]); `listener` carries its TLS and mechanisms."""
         self._scan = self.loop.call_later(self.expiry_scan_s, self._expiry_scan)
-        self._listener = await self.loop.create_server(lambda: Connection(self), host, port,
-                                                       reuse_address=True, backlog=1024)
+        self._listener = await self._listen(host, port, listener)
         sock = self._listener.sockets[0].getsockname()
         return sock[0], sock[1]
+
+    async def start_listener(self, listener) -> tuple[str, int]:
+        """A [[listener]] entry."""
+        server = await self._listen(listener.host, listener.port, listener)
+        self._extra_listeners.append(server)
+        sock = server.sockets[0].getsockname()
+        return sock[0], sock[1]
+
+    async def _listen(self, host: str, port: int, listener):
+        if listener is not None and listener.tls:
+            from .tls import TlsAcceptor
+            ctx, name = self.tls_context, listener.name
+            factory = lambda: TlsAcceptor(self.loop, ctx, name, lambda: Connection(self, listener))  # noqa: E731
+        else:
+            factory = lambda: Connection(self, listener)  # noqa: E731
+        return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
+
+    def reload_certificates(self) -> None:
+        if self.tls_context is not None and self.broker.config.tls is not None:
+            from .tls import reload
+            reload(self.tls_context, self.broker.config.tls)
 
     def request_stop(self) -> None:
         self._stopping.set()
 
     def install_signal_handlers(self) -> None:
         """Before the readiness line: a SIGTERM right after it must still stop gracefully."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        handlers = [(signal.SIGTERM, self.request_stop), (signal.SIGINT, self.request_stop)]
+        if self.tls_context is not None:
+            handlers.append((signal.SIGHUP, self.reload_certificates))
+        for sig, handler in handlers:
             try:
-                self.loop.add_signal_handler(sig, self.request_stop)
+                self.loop.add_signal_handler(sig, handler)
             except (NotImplementedError, RuntimeError):
                 pass
 
@@ -115,6 +139,8 @@ class Server:
         """Stop accepting, send every client an AMQP close, let the output go, then finish."""
         if self._listener is not None:
             self._listener.close()
+        for listener in self._extra_listeners:
+            listener.close()
         if self._scan is not None:
             self._scan.cancel()
         for conn in list(self.connections):
@@ -131,6 +157,11 @@ class Server:
         self.broker.close()
 
 
-def print_ready(host: str, port: int) -> None:
-    sys.stdout.write(f"hermod listening on amqp://{host}:{port}\n")
+def print_ready(host: str, port: int, scheme: str = "amqp") -> None:
+    sys.stdout.write(f"hermod listening on {scheme}://{host}:{port}\n")
+    sys.stdout.flush()
+
+
+def print_listener(name: str, scheme: str, host: str, port: int) -> None:
+    sys.stdout.write(f"hermod listener {name} on {scheme}://{host}:{port}\n")
     sys.stdout.flush()

@@ -6,7 +6,7 @@ import uuid
 
 from proton import Data, Message, symbol
 from proton.reactor import DurableSubscription, Filter, LinkOption, Selector
-from proton.utils import BlockingConnection
+from proton.utils import BlockingConnection, LinkDetached
 
 
 class Capabilities(LinkOption):
@@ -35,7 +35,10 @@ class ManagementCallError(Exception):
 
 def _connect(url: str, container_id: str | None = None, timeout: float | None = 30) -> BlockingConnection:
     try:
-        return BlockingConnection(url, timeout=timeout, container_id=container_id)
+        # amqp://user:password@host:port: the user chose to send a password over this URL, so
+        # PLAIN is allowed on it (Proton refuses PLAIN without TLS unless told).
+        return BlockingConnection(url, timeout=timeout, container_id=container_id,
+                                  allow_insecure_mechs="@" in url)
     except Exception as e:  # noqa: BLE001 - the CLI prints one line
         raise ConnectionError(f"{url}: {e}") from None
 
@@ -88,25 +91,31 @@ def management_call(url: str, operation: str, timeout: float = 10, args: dict | 
     properties (dicts and lists as JSON text); a JSON string answer is decoded."""
     conn = _connect(url, timeout=timeout)
     try:
-        receiver = conn.create_receiver(None, dynamic=True)
-        reply_to = receiver.link.remote_source.address
-        sender = conn.create_sender("hermod.management")
-        request_id = str(uuid.uuid4())
-        properties = {"operation": operation}
-        for key, value in (args or {}).items():
-            if value is not None:
-                properties[key] = json.dumps(value) if isinstance(value, (dict, list)) else value
-        sender.send(Message(id=request_id, reply_to=reply_to, properties=properties))
-        reply = receiver.receive(timeout=timeout)
-        receiver.accept()
-        props = reply.properties or {}
-        if props.get("status") != 200:
-            raise ManagementCallError(props.get("status"), f"{operation}: {props.get('error')}")
-        if args is not None and isinstance(reply.body, str):
-            return json.loads(reply.body)
-        return reply.body
+        return _management_call(conn, operation, timeout, args)
+    except LinkDetached as e:  # refused, e.g. amqp:unauthorized-access: one line for the CLI
+        raise ConnectionError(f"management {operation} refused: {e}") from None
     finally:
         conn.close()
+
+
+def _management_call(conn: BlockingConnection, operation: str, timeout: float, args: dict | None):
+    receiver = conn.create_receiver(None, dynamic=True)
+    reply_to = receiver.link.remote_source.address
+    sender = conn.create_sender("hermod.management")
+    request_id = str(uuid.uuid4())
+    properties = {"operation": operation}
+    for key, value in (args or {}).items():
+        if value is not None:
+            properties[key] = json.dumps(value) if isinstance(value, (dict, list)) else value
+    sender.send(Message(id=request_id, reply_to=reply_to, properties=properties))
+    reply = receiver.receive(timeout=timeout)
+    receiver.accept()
+    props = reply.properties or {}
+    if props.get("status") != 200:
+        raise ManagementCallError(props.get("status"), f"{operation}: {props.get('error')}")
+    if args is not None and isinstance(reply.body, str):
+        return json.loads(reply.body)
+    return reply.body
 
 
 __all__ = ["produce", "consume", "management_call", "Filter"]

@@ -47,9 +47,9 @@ def parse_url(url: str) -> tuple[str, int]:
     if "://" not in url:
         url = "amqp://" + url
     parts = urlsplit(url)
-    if parts.scheme not in ("amqp", ""):
-        raise ValueError(f"unsupported URL scheme {parts.scheme!r} (only amqp://)")
-    return parts.hostname or "127.0.0.1", parts.port or 5672
+    if parts.scheme not in ("amqp", "amqps", ""):
+        raise ValueError(f"unsupported URL scheme {parts.scheme!r} (amqp:// or amqps://)")
+    return parts.hostname or "127.0.0.1", parts.port or (5671 if parts.scheme == "amqps" else 5672)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -123,7 +123,8 @@ def main(args) -> int:
     cpu = perfrun.cpu_probe(args.pid) if args.pid else None
     res = perfrun.run(host, port, args.address, mode=args.mode, count=args.count, size=args.size,
                          durable=args.durable, credit=args.credit, rate=args.rate, warmup=args.warmup,
-                         presettled=args.presettled, timeout=args.timeout, cpu=cpu, hostname=args.hostname)
+                         presettled=args.presettled, timeout=args.timeout, cpu=cpu, hostname=args.hostname,
+                         tls=args.url.startswith("amqps://"))
     print(format_result(res, args), flush=True)
     if res.error:
         print(f"hermod perf: {res.error}", file=sys.stderr)

@@ -92,6 +92,11 @@ class Endpoint:
         self.transport = lib.pn_transport()
         self.collector = lib.pn_collector()
         t = self.transport
+        if client.tls:
+            domain = lib.pn_ssl_domain(lib.PN_SSL_MODE_CLIENT)
+            lib.pn_ssl_domain_set_peer_authentication(domain, lib.PN_SSL_ANONYMOUS_PEER, ffi.NULL)
+            lib.pn_ssl_init(lib.pn_ssl(t), domain, ffi.NULL)
+            lib.pn_ssl_domain_free(domain)
         lib.pn_sasl_allowed_mechs(lib.pn_sasl(t), b"ANONYMOUS")
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_connection_set_container(self.conn, container_id.encode())
@@ -422,8 +427,10 @@ class Consumer:
 
 
 class Client:
-    def __init__(self, host: str, port: int, hostname: str | None = None):
+    def __init__(self, host: str, port: int, hostname: str | None = None, tls: bool = False):
         self.host, self.port = host, port
+        self.tls = tls  # amqps: Proton's own TLS on the client side (no server verification:
+        # the load generator measures the broker, it does not authenticate it)
         self.hostname = hostname or host
         self.selector = selectors.DefaultSelector()
         self.endpoints: list[Endpoint] = []

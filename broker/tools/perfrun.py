@@ -30,10 +30,11 @@ class Result:
 
 def run(url_host: str, url_port: int, address: str, *, mode: str, count: int, size: int,
         durable: bool = False, credit: int = 1000, rate: float = 0.0, warmup: int = 0,
-        presettled: bool = False, timeout: float = 120.0, cpu=None, hostname: str | None = None) -> Result:
+        presettled: bool = False, timeout: float = 120.0, cpu=None, hostname: str | None = None,
+        tls: bool = False) -> Result:
     """Run one test; `cpu` is a callable returning the broker's CPU seconds so far, or None."""
     result = Result(mode)
-    client = Client(url_host, url_port, hostname)
+    client = Client(url_host, url_port, hostname, tls=tls)
     deadline = time.monotonic() + timeout
     producer: Producer | None = None
     consumer: Consumer | None = None

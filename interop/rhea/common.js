@@ -76,13 +76,19 @@ function connectOptions(url) {
     } catch (e) {
         fail(`bad url ${url}: ${e.message}`);
     }
-    if (u.protocol !== 'amqp:') fail(`only amqp:// urls are supported, got ${url}`);
+    if (u.protocol !== 'amqp:' && u.protocol !== 'amqps:') fail(`only amqp:// and amqps:// urls are supported, got ${url}`);
+    const tls = u.protocol === 'amqps:';
     const opts = {
         host: u.hostname.replace(/^\[|\]$/g, ''),
-        port: u.port ? Number(u.port) : 5672,
+        port: u.port ? Number(u.port) : (tls ? 5671 : 5672),
         reconnect: false,
         idle_time_out: 30000,
     };
+    if (tls) {
+        // amqps: TLS, the server verified against the CA file in HERMOD_CA (or the system's).
+        opts.transport = 'tls';
+        if (process.env.HERMOD_CA) opts.ca = [require('fs').readFileSync(process.env.HERMOD_CA)];
+    }
     if (u.username) {
         opts.username = decodeURIComponent(u.username);
         opts.password = decodeURIComponent(u.password);

@@ -174,3 +174,32 @@ def test_python_and_rhea_subscribers_on_one_topic(broker, rhea_send, rhea_receiv
     finally:
         conn.close()
     assert node_sub.finish().ok().bodies == expected
+
+
+def test_rhea_plain_login_over_tls(start_broker, rhea_send, rhea_receive, tmp_path_factory, monkeypatch):
+    """Issue 13: rhea logs in with SASL PLAIN over TLS to a broker with anonymous logins off; a
+    wrong password is refused."""
+    import shutil
+    import sys
+    from pathlib import Path
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make test certificates")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
+    from certs import make_all
+
+    from broker.security.passwords import hash_password
+    pki = make_all(tmp_path_factory.mktemp("pki"))
+    b = start_broker(config=(
+        f'[server]\ntls = true\n[tls]\ncert = "{pki / "server.crt"}"\nkey = "{pki / "server.key"}"\n'
+        '[security]\nanonymous = false\n'
+        f'[[security.user]]\nname = "carol"\npassword_hash = "{hash_password("carol-pw")}"\nroles = ["any"]\n'))
+    monkeypatch.setenv("HERMOD_CA", str(pki / "ca.crt"))
+    url = b.url.replace("amqps://", "amqps://carol:carol-pw@")
+    sent = rhea_send.run(url=url, address="tls.orders", count=3).ok()
+    assert sent.summary["accepted"] == 3
+    got = rhea_receive.run(url=url, address="tls.orders", count=3).ok()
+    assert got.bodies == bodies("message {n}", range(3))
+    refused = rhea_send.run(url=b.url.replace("amqps://", "amqps://carol:wrong@"), address="tls.orders", count=1)
+    assert refused.rc != 0
+    assert any("logged in as carol (PLAIN)" in line for line in b.stderr_lines)
+    assert any("login failed for user 'carol' with PLAIN" in line for line in b.stderr_lines)
