@@ -12,8 +12,8 @@ import threading
 import time
 
 import pytest
-from conftest import ROUND_TRIP_BOUND, rss_kib
 from hermod_testing import wait_for
+from hostile_support import ROUND_TRIP_BOUND, rss_kib
 from proton import Described, Message, symbol, ubyte, uint, ulong
 from raw_amqp import (
     OUTCOMES,
