@@ -282,18 +282,19 @@ class Storm:
                 row["address"] == "storm.news" for row in queue_stats(self.brokers.url).values()),
                 f"the subscription and the virtual-topic queue {self.where}")
             self.started = True
-        producers = {source.name: producer.start() for source in self.sources
+        producers = {source.name: producer for source in self.sources
                      if (producer := self._producer(source, final=not kill)) is not None}
-
-        def progress() -> int:
-            return (sum(len(p.accepted) for p in producers.values())
-                    + sum(len(c.acked) for c in consumers.values()))
-
+        # The kill comes from one producer's own thread the moment it has counted a drawn number
+        # of accepts: mid-stream for it, wherever the others are.
+        trigger = self.rng.choice(sorted(producers)) if kill else None
+        for name, producer in producers.items():
+            if name == trigger:
+                producer.start(then=self.brokers.kill,
+                               after=self.rng.randrange(1, max(2, len(producer.messages))))
+            else:
+                producer.start()
         if kill:
-            target = progress() + self.rng.randrange(10, 6 * self.batch)
-            wait_until(lambda: progress() >= target or all(p.done.is_set() for p in producers.values()),
-                       f"progress to {target} {self.where}", timeout=60)
-            self.brokers.kill()
+            wait_until(lambda: not self.brokers.running, f"the kill {self.where}", timeout=60)
             self.kills += 1
             for client in [*producers.values(), *consumers.values()]:
                 client.join(30)
