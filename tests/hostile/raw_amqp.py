@@ -118,6 +118,40 @@ def message_bytes(body: Any, properties: dict | None = None, durable: bool = Fal
     return out
 
 
+# -- decode bombs: well-framed sections whose contents claim far more than they hold ---------------
+
+# An array32 that claims 4,294,967,295 elements of the zero-width type null.
+ARRAY_BOMB = b"\xf0" + struct.pack(">II", 5, 0xFFFFFFFF) + b"\x40"
+
+
+def nested_lists(depth: int) -> bytes:
+    """`depth` list32s, each holding the next: 9 bytes a level."""
+    out = b"\x45"  # the innermost: list0
+    for _ in range(depth):
+        out = b"\xd0" + struct.pack(">II", len(out) + 4, 1) + out
+    return out
+
+
+def map8_with(key: str, value: bytes) -> bytes:
+    key_bytes = b"\xa1" + bytes([len(key)]) + key.encode()
+    inner = bytes([2]) + key_bytes + value
+    if len(inner) < 256:
+        return b"\xc1" + bytes([len(inner)]) + inner
+    return b"\xd1" + struct.pack(">II", len(inner) + 4, 2) + key_bytes + value
+
+
+BOMBS = {
+    "array-of-4-billion-in-application-properties": b"\x00\x53\x74" + map8_with("k", ARRAY_BOMB)
+    + encode(Described(ulong(0x77), "bomb")),
+    "array-of-4-billion-as-body": b"\x00\x53\x77" + ARRAY_BOMB,
+    "nesting-100k-in-application-properties": b"\x00\x53\x74" + map8_with("deep", nested_lists(100_000))
+    + encode(Described(ulong(0x77), "bomb")),
+    "nesting-100k-as-body": b"\x00\x53\x77" + nested_lists(100_000),
+    "nesting-100k-in-message-annotations": b"\x00\x53\x72" + map8_with("x-opt-deep", nested_lists(100_000))
+    + encode(Described(ulong(0x77), "bomb")),
+}
+
+
 # -- reading frames -------------------------------------------------------------------------------
 
 
