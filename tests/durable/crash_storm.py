@@ -294,7 +294,10 @@ class Storm:
             else:
                 producer.start()
         if kill:
-            wait_until(lambda: not self.brokers.running, f"the kill {self.where}", timeout=60)
+            wait_until(lambda: not self.brokers.running or producers[trigger].done.is_set(),
+                       f"the kill: {self._states(producers, consumers)} {self.where}", timeout=60)
+            if self.brokers.running:  # the trigger ended early (e.g. refused): kill here
+                self.brokers.kill()
             self.kills += 1
             for client in [*producers.values(), *consumers.values()]:
                 client.join(30)
@@ -315,6 +318,14 @@ class Storm:
         self.log(f"round {self.rounds} {'killed' if kill else 'final'} {self.where}: "
                  f"accepted {sum(len(s.accepted) for s in self.sources)}, "
                  f"acked {sum(len(s.acked) for s in self.sinks)}")
+
+    @staticmethod
+    def _states(producers: dict, consumers: dict) -> str:
+        """What each client did so far (for a timeout's message)."""
+        return "; ".join([f"{n} sent {len(p.sent)} accepted {len(p.accepted)} refused {p.refused[:3]} "
+                          f"in doubt {len(p.in_doubt)} errors {p.errors}" for n, p in producers.items()]
+                         + [f"{n} received {len(c.received)} acked {len(c.acked)} errors {c.errors}"
+                            for n, c in consumers.items()])
 
     def _record(self, producers: dict, consumers: dict) -> None:
         for source in self.sources:

@@ -21,6 +21,7 @@ Both run a proton Container on a thread of their own; lists they fill are only a
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -251,7 +252,11 @@ class _ThreadClient(MessagingHandler):
         except Exception as error:  # noqa: BLE001 - surfaced through `errors`
             self.errors.append(f"container: {error!r}")
         finally:
+            # Proton's EventInjector never closes its pipe: a long run of clients (the crash
+            # storm) would run out of descriptors select() can watch.
             self.done.set()
+            for fd in self._injector.pipe:
+                os.close(fd)
 
     def on_start(self, event) -> None:
         self.connection = event.container.connect(self.url, reconnect=False)
