@@ -14,8 +14,8 @@ settling and counts a message as acknowledged only when the broker settles it
 (durable_clients.AckingConsumer). The promise checked:
 - nothing accepted is lost: each message accepted to a source reaches every sink it feeds
   (the dead-letter sink: each message whose rejection the broker confirmed);
-- nothing acknowledged is redelivered: after each restart no sink receives a key again once its
-  acknowledgement was confirmed;
+- nothing acknowledged is redelivered: after each restart no sink receives a copy (seq and the
+  round it was sent in) again once its acknowledgement was confirmed;
 - duplicates only from what was in doubt: a key arrives at most 1 + (unconfirmed sends of it) +
   (unconfirmed acknowledgements of it, here and upstream) times.
 
@@ -115,8 +115,19 @@ def storm_message(source: str, seq: int, round_: int) -> Message:
                    properties={"src": source, "seq": seq, "round": round_})
 
 
-def seq_of(message: Message) -> int:
-    return message.properties["seq"]
+def copy_of(message: Message) -> tuple[int, int]:
+    """A message's identity at a sink: (seq, round). A resend (a later round) is another copy of
+    the same seq, so an acknowledged copy coming back is told from a duplicate resend."""
+    return message.properties["seq"], message.properties["round"]
+
+
+def per_seq(copies) -> Counter:
+    """Counts by seq of (seq, round) copies (a Counter's counts, or 1 each for a set)."""
+    out: Counter = Counter()
+    items = copies.items() if isinstance(copies, Counter) else ((c, 1) for c in copies)
+    for (seq, _round), n in items:
+        out[seq] += n
+    return out
 
 
 class TxProducer(_ThreadClient, TransactionHandler):
@@ -211,9 +222,9 @@ class Sink:
     feeds_from: str  # a source name, or "sink:<name>" for the dead-letter sink
     outcome: int = Delivery.ACCEPTED
     durable_subscription: bool = False
-    acked: set = field(default_factory=set)
-    received: Counter = field(default_factory=Counter)
-    in_doubt: Counter = field(default_factory=Counter)
+    acked: set = field(default_factory=set)  # (seq, round) copies
+    received: Counter = field(default_factory=Counter)  # (seq, round) -> deliveries
+    in_doubt: Counter = field(default_factory=Counter)  # (seq, round) -> acks not confirmed
     redelivered_after_ack: list = field(default_factory=list)
 
 
@@ -252,7 +263,7 @@ class Storm:
     # -- one round ------------------------------------------------------------------------------
     def _consumer(self, sink: Sink) -> AckingConsumer:
         options = [DurableSubscription()] if sink.durable_subscription else None
-        return AckingConsumer(self.brokers.url, sink.address, key=seq_of, prefetch=WINDOW,
+        return AckingConsumer(self.brokers.url, sink.address, key=copy_of, prefetch=WINDOW,
                               outcome=sink.outcome,
                               link_name=SUBSCRIPTION if sink.durable_subscription else None,
                               link_options=options,
@@ -362,7 +373,7 @@ class Storm:
         if sink.feeds_from.startswith("sink:"):
             feeder = self.by_sink[sink.feeds_from.removeprefix("sink:")]
             source = self.by_source[feeder.feeds_from]
-            return set(feeder.acked), feeder.in_doubt + source.in_doubt
+            return set(per_seq(feeder.acked)), per_seq(feeder.in_doubt) + source.in_doubt
         source = self.by_source[sink.feeds_from]
         return set(source.accepted), source.in_doubt
 
@@ -372,11 +383,12 @@ class Storm:
         redelivered: dict[str, list] = {}
         for sink in self.sinks:
             must, upstream_doubt = self._upstream(sink)
-            lost = sorted(must - sink.acked - set(sink.in_doubt))
+            lost = sorted(must - set(per_seq(sink.acked)) - set(per_seq(sink.in_doubt)))
             if lost:
                 losses[sink.name] = lost
-            beyond = {k: n for k, n in sink.received.items()
-                      if n > 1 + upstream_doubt[k] + sink.in_doubt[k]}
+            own_doubt = per_seq(sink.in_doubt)
+            beyond = {k: n for k, n in per_seq(sink.received).items()
+                      if n > 1 + upstream_doubt[k] + own_doubt[k]}
             if beyond:
                 duplicates[sink.name] = beyond
             if sink.redelivered_after_ack:
