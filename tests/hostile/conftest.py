@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
-for helper_dir in (TESTS / "wire", TESTS, Path(__file__).resolve().parent):
+for helper_dir in (TESTS / "wire", TESTS / "store", TESTS / "durable", TESTS,
+                   Path(__file__).resolve().parent):
     if str(helper_dir) not in sys.path:
         sys.path.insert(0, str(helper_dir))
 

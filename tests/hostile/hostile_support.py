@@ -13,6 +13,7 @@ import itertools
 import time
 from pathlib import Path
 
+from durable_clients import body_of, receive_exactly
 from proton import Message
 from wire_helpers import connect
 
@@ -104,20 +105,6 @@ class Guard:
             self.conn.close()
 
 
-def drain(url: str, address: str, count: int, quiet_s: float = 0.3) -> list:
-    """Receive and accept `count` messages from `address`, and check none more is there."""
-    conn = connect(url)
-    try:
-        receiver = conn.create_receiver(address, credit=max(1, min(count + 1, 1000)))
-        got = []
-        for _ in range(count):
-            got.append(receiver.receive(timeout=ROUND_TRIP_BOUND).body)
-            receiver.accept()
-        try:
-            extra = receiver.receive(timeout=quiet_s)
-        except Exception:  # noqa: BLE001 - proton's Timeout: nothing more, as expected
-            extra = None
-        assert extra is None, f"unexpected extra message {extra.body!r} on {address}"
-        return got
-    finally:
-        conn.close()
+def drain(url: str, address: str, count: int) -> list:
+    """The bodies of exactly `count` messages taken from `address` (none more there)."""
+    return [body_of(m) for m in receive_exactly(url, address, count)]

@@ -201,6 +201,12 @@ def decode_frame(raw: bytes) -> Frame:
     return Frame(channel, frame_type, name, list(value.value or []), bytes(body[used:]))
 
 
+PROBE_CHANNEL = 9
+# A valid begin on a channel of its own: sent after a suspect frame, its answer shows the broker
+# carried on.
+PROBE = performative("begin", [None, uint(0), uint(10), uint(10)], PROBE_CHANNEL)
+
+
 class Closed(Exception):
     """The broker closed the socket."""
 
@@ -329,6 +335,25 @@ class RawClient:
                 got.append(self.read_frame(timeout))
         except (Closed, TimeoutError):
             return got
+
+    def answer(self, bound: float) -> str:
+        """After a suspect frame and PROBE: 'carried on' (the probe's begin came back), or
+        '<close|end|detach> <condition>' for what ended things, or 'no answer' / 'dropped
+        without a close' when the broker went silent or hung up without saying why."""
+        try:
+            while True:
+                f = self.read_frame(bound)
+                if f.name == "begin" and f.channel == PROBE_CHANNEL:
+                    return "carried on"
+                if f.name == "close":
+                    return f"close {f.error}"
+                if f.name in ("end", "detach") and f.error:
+                    return f"{f.name} {f.error}"
+        except Closed:
+            closes = [f for f in self.frames if f.name == "close"]
+            return f"close {closes[-1].error}" if closes else "dropped without a close"
+        except TimeoutError:
+            return "no answer"
 
     def close(self) -> None:
         try:

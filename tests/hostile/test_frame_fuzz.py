@@ -25,8 +25,8 @@ from raw_amqp import (
     AMQP_HEADER,
     CODES,
     NAMES,
+    PROBE,
     SASL_HEADER,
-    Closed,
     RawClient,
     described,
     encode,
@@ -38,7 +38,6 @@ from raw_amqp import (
     target,
 )
 
-PROBE_CHANNEL = 9
 EXAMPLES = 300
 ROUND_TRIP_EVERY = 20
 ANSWER_BOUND = 5.0  # seconds for the broker to answer the frame or the probe after it
@@ -152,25 +151,6 @@ def prelude(client: RawClient, name: str) -> int:
     return 0
 
 
-def answer(client: RawClient, name: str) -> str:
-    """How the broker dealt with the frame: 'carried on' (the probe's begin came back) or the
-    condition that ended the connection, session or link."""
-    try:
-        while True:
-            f = client.read_frame(ANSWER_BOUND)
-            if f.name == "begin" and f.channel == PROBE_CHANNEL:
-                return "carried on"
-            if f.name == "close":
-                return f"close {f.error}"
-            if f.name in ("end", "detach") and f.error:
-                return f"{f.name} {f.error}"
-    except Closed:
-        closes = [f for f in client.frames if f.name == "close"]
-        return f"close {closes[-1].error}" if closes else "dropped without a close"
-    except TimeoutError:
-        return "no answer"
-
-
 outcomes: Counter = Counter()
 examples = itertools.count()
 
@@ -186,11 +166,10 @@ def test_mutated_performatives_are_answered_and_the_broker_keeps_serving(fuzz_ta
     with RawClient(broker.address, timeout=10) as client:
         channel = prelude(client, name)
         try:
-            client.send(frame(body, channel)
-                        + performative("begin", [None, uint(0), uint(10), uint(10)], PROBE_CHANNEL))
+            client.send(frame(body, channel) + PROBE)
         except OSError:
             pass  # the broker may hang up while the frame is still being written; read below
-        seen = answer(client, name)
+        seen = client.answer(ANSWER_BOUND)
     outcomes[f"{name}: {seen}"] += 1
     assert broker.proc.poll() is None, f"the broker died on a mutated {name}:\n" + "".join(
         broker.stderr_lines[-20:])
