@@ -7,8 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-
-.PHONY: check run test install system-deps java interop-deps bench clean
+.PHONY: check run test install system-deps java interop-deps bench crash-storm floods clean
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -54,6 +53,15 @@ test: $(TEST_STAMP) check system-deps java interop-deps
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# Issue 12's long checks (minutes each; not in `make test`): >= 50 SIGKILLs per back-end during
+# mixed durable traffic, and the bystander's round trip and the broker's RSS under each flood.
+CRASH_STORM_KILLS ?= 50
+crash-storm: $(TEST_STAMP) system-deps
+	$(PY) benchmarks/crash_storm.py --kills $(CRASH_STORM_KILLS)
+
+floods: $(TEST_STAMP)
+	$(PY) benchmarks/floods.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -21,6 +21,7 @@ Both run a proton Container on a thread of their own; lists they fill are only a
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -251,7 +252,11 @@ class _ThreadClient(MessagingHandler):
         except Exception as error:  # noqa: BLE001 - surfaced through `errors`
             self.errors.append(f"container: {error!r}")
         finally:
+            # Proton's EventInjector never closes its pipe: a long run of clients (the crash
+            # storm) would run out of descriptors select() can watch.
             self.done.set()
+            for fd in self._injector.pipe:
+                os.close(fd)
 
     def on_start(self, event) -> None:
         self.connection = event.container.connect(self.url, reconnect=False)
@@ -364,10 +369,17 @@ class AckingConsumer(_ThreadClient):
     message counts as acknowledged only once the broker settled it (see the module docstring).
     `key(message)` names a message in `received` / `acked`."""
 
-    def __init__(self, url: str, address: str, key: Callable[[Message], Any], prefetch: int = 50):
+    def __init__(self, url: str, address: str, key: Callable[[Message], Any], prefetch: int = 50,
+                 outcome: int = Delivery.ACCEPTED, link_name: str | None = None,
+                 link_options: Any = None, container_id: str | None = None):
         super().__init__(url, prefetch=prefetch, auto_accept=False, auto_settle=False)
         self.address = address
         self.key = key
+        self.outcome = outcome  # the acknowledgement sent: ACCEPTED, or REJECTED (dead-letters it)
+        self.link_name = link_name
+        self.link_options = link_options
+        if container_id is not None:
+            self._container.container_id = container_id
         self.received: list = []
         self.acked: list = []
         self._awaiting: dict[Any, None] = {}  # keys acked and not yet settled by the broker
@@ -375,7 +387,8 @@ class AckingConsumer(_ThreadClient):
         self._probe: tuple[str, Message] | None = None
 
     def open_link(self, container, connection) -> None:
-        container.create_receiver(connection, self.address)
+        container.create_receiver(connection, self.address, name=self.link_name,
+                                  options=self.link_options)
 
     def on_message(self, event) -> None:
         delivery = event.delivery
@@ -383,7 +396,7 @@ class AckingConsumer(_ThreadClient):
         self.received.append(key)
         delivery.test_key = key  # kept with the C delivery (proton's Wrapper attributes)
         self._awaiting[key] = None
-        delivery.update(Delivery.ACCEPTED)  # the ack; settled by the broker once committed
+        delivery.update(self.outcome)  # the ack; settled by the broker once committed
 
     def on_settled(self, event) -> None:
         delivery = event.delivery
@@ -396,7 +409,7 @@ class AckingConsumer(_ThreadClient):
         del self._awaiting[key]
         ours = delivery.local_state
         delivery.settle()
-        if ours == Delivery.ACCEPTED:
+        if ours == self.outcome:
             self.acked.append(key)
             self._counted(len(self.acked))
 
