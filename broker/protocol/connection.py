@@ -57,6 +57,12 @@ _TRANSPORT_CLOSED = E.PN_TRANSPORT_CLOSED
 _TRANSPORT_TAIL_CLOSED = E.PN_TRANSPORT_TAIL_CLOSED
 
 
+# A session or link over its limit is refused and the connection carries on; one that keeps
+# opening refused ones and never ends or detaches them (each still costs engine memory, about
+# 2.4 KiB a link) is closed once it holds this many times the limit.
+REFUSED_SLACK = 16
+
+
 class Connection:
     """asyncio Protocol for one AMQP connection."""
 
@@ -309,7 +315,7 @@ class Connection:
         if self.sessions > cfg.max_sessions_per_connection:
             log.warning("session from %s refused: max_sessions_per_connection (%d) reached", self.peer,
                         cfg.max_sessions_per_connection)
-            if self.sessions > 2 * cfg.max_sessions_per_connection:
+            if self.sessions > REFUSED_SLACK * cfg.max_sessions_per_connection:
                 self._over_limit("sessions", cfg.max_sessions_per_connection)
                 return
             set_condition(lib.pn_session_condition(s), conditions.RESOURCE_LIMIT_EXCEEDED,
@@ -331,7 +337,7 @@ class Connection:
         if self.engine_links > cfg.max_links_per_connection:
             log.warning("link %s from %s refused: max_links_per_connection (%d) reached",
                         cproton.pn_link_name(link), self.peer, cfg.max_links_per_connection)
-            if self.engine_links > 2 * cfg.max_links_per_connection:
+            if self.engine_links > REFUSED_SLACK * cfg.max_links_per_connection:
                 # Refused links it never detaches would still cost engine memory: enough.
                 self._over_limit("links", cfg.max_links_per_connection)
                 return

@@ -223,6 +223,7 @@ class RawClient:
         self.frames: list[Frame] = []
         self.eof = False
         self._link_names: dict[tuple[int, int], str] = {}  # (channel, broker's handle) -> name
+        self.peer_channels: dict[int, int] = {}  # our channel -> the broker's, learnt by begin()
 
     # -- writing
     def send(self, data: bytes) -> None:
@@ -242,22 +243,31 @@ class RawClient:
         return self.expect("open")
 
     def begin(self, channel: int = 0, **kw: Any) -> Frame:
+        """Begin a session on our `channel`; the broker answers on a channel of its own choosing
+        (channels are numbered per direction), naming ours as the remote-channel."""
         self.send(performative("begin", begin_fields(**kw), channel))
-        return self.expect("begin", lambda f: f.channel == channel)
+        reply = self.expect("begin", lambda f: f.field(0) is not None and int(f.field(0)) == channel)
+        self.peer_channels[channel] = reply.channel
+        return reply
+
+    def peer_channel(self, channel: int) -> int:
+        """The broker's channel number for our session on `channel` (the same, unless begin()
+        learnt otherwise)."""
+        return self.peer_channels.get(channel, channel)
 
     def attach_sender(self, handle: int, address: str, channel: int = 0,
                       name: str | None = None) -> Frame:
         """Attach a sender; returns the broker's attach (the first flow may follow)."""
         name = name or f"snd-{handle}"
         self.send(performative("attach", attach_fields(name, handle, SENDER, address), channel))
-        return self.expect("attach", lambda f: f.channel == channel and f.link == name)
+        return self.expect("attach", lambda f: f.channel == self.peer_channel(channel) and f.link == name)
 
     def attach_receiver(self, handle: int, address: str, channel: int = 0, credit: int = 0,
                         name: str | None = None, src: Described | None = None) -> Frame:
         name = name or f"rcv-{handle}"
         self.send(performative("attach", attach_fields(name, handle, RECEIVER, address, src=src),
                                channel))
-        reply = self.expect("attach", lambda f: f.channel == channel and f.link == name)
+        reply = self.expect("attach", lambda f: f.channel == self.peer_channel(channel) and f.link == name)
         if credit:
             self.send(performative("flow", flow_fields(handle, credit), channel))
         return reply
