@@ -93,6 +93,7 @@ class Connection:
         self.sessions = 0  # sessions the peer began and has not ended
         self.engine_links = 0  # links the peer attached and has not detached (refused ones too)
         self.refused = False  # over max_connections: closed as soon as it is open
+        self.tail_closed = False  # we closed the transport's input (EOF, teardown, over a limit)
         self.conn = lib.pn_connection()
         self.transport = lib.pn_transport()
         self.collector = lib.pn_collector()
@@ -153,13 +154,13 @@ class Connection:
     def eof_received(self) -> bool:
         if self.gate is not None:
             return False  # still in SASL: nothing for Proton; close
-        lib.pn_transport_close_tail(self.transport)
+        self._close_tail()
         self.process()
         return False
 
     def connection_lost(self, exc) -> None:
         if not self.closed:
-            lib.pn_transport_close_tail(self.transport)
+            self._close_tail()
             lib.pn_transport_close_head(self.transport)
             try:
                 self.process()
@@ -283,8 +284,32 @@ class Connection:
             cond = lib.pn_transport_condition(self.transport)
             log.info("connection %s: %s %s", self.peer, cproton.pn_condition_get_name(cond),
                      cproton.pn_condition_get_description(cond))
+        elif kind == _TRANSPORT_TAIL_CLOSED:
+            self._on_tail_closed()
         elif kind == _TRANSPORT_CLOSED:
             self._detach_links(lambda link: True, session_end=True)
+
+    def _close_tail(self) -> None:
+        self.tail_closed = True
+        lib.pn_transport_close_tail(self.transport)
+
+    def _on_tail_closed(self) -> None:
+        """Proton 0.40 closes its input without a word when it cannot dispatch a frame (a
+        performative whose body is null or not a list, an unknown or symbolic descriptor, a
+        field it cannot decode): no condition, no close frame, and the connection would sit
+        silent until the client hung up or the handshake deadline. Neither we nor a close frame
+        from the peer ended the input here, so it is that case: give the transport a condition
+        and close its tail ourselves, which makes Proton send an open (if it had none) and a
+        close carrying it; `flush` then closes the socket once that is written."""
+        if self.tail_closed or lib.pn_connection_state(self.conn) & lib.PN_REMOTE_CLOSED:
+            return
+        cond = lib.pn_transport_condition(self.transport)
+        if not lib.pn_condition_is_set(cond):  # Proton already named the fault
+            set_condition(cond, conditions.DECODE_ERROR,
+                          "a frame could not be decoded or is not a valid AMQP performative")
+        self._detach_links(lambda link: True, session_end=True)
+        self._close_tail()  # reported as a transport error, logged below
+        self.server.mark(self)
 
     def _on_open(self) -> None:
         self.opened = True
@@ -355,7 +380,7 @@ class Connection:
         self._detach_links(lambda link: True, session_end=True)
         self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED,
                          f"too many {what} on this connection (max {limit}), and the refused ones not closed")
-        lib.pn_transport_close_tail(self.transport)  # read nothing more from it
+        self._close_tail()  # read nothing more from it
 
     def _links_left_on(self, s) -> int:
         """Links of session `s` the peer attached and never detached (freed with the session)."""

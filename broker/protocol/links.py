@@ -43,6 +43,9 @@ def open_link(conn: Connection, link):
     except errors.HermodError as e:
         log.info("refused attach of %s from %s: %s", cproton.pn_link_name(link), conn.peer, e)
         refuse(link, conditions.condition_for(e), str(e))
+    except RecursionError:  # a field nested deeper than Python's decoder goes (a decode bomb)
+        log.info("refused attach of %s from %s: a field nests too deeply", cproton.pn_link_name(link), conn.peer)
+        refuse(link, conditions.DECODE_ERROR, "a field of the attach nests too deeply to decode")
     except Exception as e:  # noqa: BLE001 - an attach must never take the broker down
         log.exception("attach failed")
         refuse(link, conditions.INTERNAL_ERROR, f"internal error: {e}")

@@ -353,7 +353,9 @@ class RawClient:
         try:
             while True:
                 f = self.read_frame(bound)
-                if f.name == "begin" and f.channel == PROBE_CHANNEL:
+                # The broker answers on a channel of its own choosing; its begin names the
+                # probe's channel in remote-channel (field 0).
+                if f.name == "begin" and f.field(0) == PROBE_CHANNEL:
                     return "carried on"
                 if f.name == "close":
                     return f"close {f.error}"

@@ -511,6 +511,20 @@ def test_decode_bombs_in_performatives(guarded, bomb):
     guard.verify()
 
 
+
+def test_link_properties_nested_100k_deep_refuse_the_attach_with_decode_error(guarded):
+    """Proton decodes the nesting (C, bounded by the frame); converting it to Python objects
+    would recurse 100k deep: the attach is refused with amqp:decode-error, not internal-error."""
+    broker, guard = guarded()
+    with RawClient(broker.address, timeout=30) as attacker:
+        attacker.handshake("pnester", max_frame=4 << 20)
+        attacker.begin()
+        attacker.send(_attach_with_properties(nested_lists(100_000)))
+        detach = attacker.expect("detach", lambda f: f.link == "pbomb")
+        assert detach.error == "amqp:decode-error", (detach.error, detach.description)
+        guard.round_trip("after the refused attach")
+    guard.verify()
+
 # -- poison properties --------------------------------------------------------------------------
 
 
