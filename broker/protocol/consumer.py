@@ -149,6 +149,9 @@ class ConsumerLink:
     def _open(self) -> None:
         self.opened = True
         lib.pn_link_open(self.link)
+        conn = self.conn
+        if conn.writing_paused or conn.output_full:
+            self.set_blocked(True)  # its connection's output is backed up: it waits too
         self.on_flow()  # credit the client granted while the attach was pending
         self.conn.server.mark(self.conn)
 
