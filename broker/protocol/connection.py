@@ -14,6 +14,7 @@ flushes every marked connection once per loop turn (`Server.flush`).
 from __future__ import annotations
 
 import logging
+import socket
 from typing import TYPE_CHECKING
 
 import cproton
@@ -40,7 +41,12 @@ SESSION_WINDOW_FRAMES = 2048
 OUT_CHUNK = 1024 * 1024  # the shared output buffer (Server.out_buffer) at its largest
 EMPTY_FRAME = b"\x00\x00\x00\x08\x02\x00\x00\x00"  # AMQP heartbeat: size 8, doff 2, type 0, channel 0
 KEEPALIVE_SHARE = 3  # an empty frame after a third of the peer's idle timeout without output
-WRITE_HIGH_WATER = 4 * 1024 * 1024
+# Output back-pressure, per connection. Every message byte in flight (kernel, asyncio buffer,
+# Proton) is held twice (Proton keeps a sent delivery's buffer until it is settled), so a client
+# that does not read may cost about 2 x (all three) before its consumers wait:
+WRITE_HIGH_WATER = 1024 * 1024  # the asyncio write buffer: over it, pause_writing
+OUTPUT_BUDGET = 1024 * 1024  # message bytes handed to Proton between two flushes
+SOCKET_SEND_BUFFER = 1024 * 1024  # fixed SO_SNDBUF: autotuning would let the kernel take 4 MiB
 
 E = lib  # event type constants live on the lib
 _CONNECTION_REMOTE_OPEN = E.PN_CONNECTION_REMOTE_OPEN
@@ -76,6 +82,10 @@ class Connection:
         self.peer = "?"
         self.closed = False
         self.writing_paused = False
+        # OUTPUT_BUDGET less the message bytes handed to Proton and not yet framed onto the
+        # socket (ConsumerLink.send subtracts, `flush` recounts): below 0, the consumers wait.
+        self.out_room = OUTPUT_BUDGET
+        self.output_full = False
         self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
         self.container_id: str | None = None
         self.opened = False
@@ -102,6 +112,9 @@ class Connection:
     def connection_made(self, socket_transport) -> None:
         self.socket = socket_transport
         socket_transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        sock = socket_transport.get_extra_info("socket")
+        if sock is not None and SOCKET_SEND_BUFFER:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_SEND_BUFFER)
         peer = socket_transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         cfg = self.broker.config.server
@@ -173,15 +186,27 @@ class Connection:
         write. Stop sending to it and stop reading from it until it catches up."""
         self.writing_paused = True
         log.debug("connection %s: output backed up; not reading from it until it drains", self.peer)
-        for handler in self.links.values():
-            handler.set_blocked(True)
+        self._block_consumers(True)
         self._update_reading()
 
     def resume_writing(self) -> None:
         self.writing_paused = False
         self._update_reading()
-        for handler in self.links.values():
-            handler.set_blocked(False)
+        if not self.output_full:
+            self._block_consumers(False)
+
+    def output_over(self) -> None:
+        """More than OUTPUT_BUDGET message bytes went into Proton since the last flush (one
+        dispatch pass can hand it many MB before the socket says anything): the consumers wait
+        for the flush, and then for the socket, rather than the messages leaving their queues."""
+        if not self.output_full:
+            self.output_full = True
+            self._block_consumers(True)
+
+    def _block_consumers(self, blocked: bool) -> None:
+        """Stop or restart sending on every link; a consumer unblocked has its queue scheduled."""
+        for handler in list(self.links.values()):
+            handler.set_blocked(blocked)
 
     def _update_reading(self) -> None:
         """Read from the client only while its output drains and none of its settlements is
@@ -480,7 +505,24 @@ class Connection:
             wrote = True
         if wrote and self._keepalive_s:
             self._last_write = self.server.loop.time()
+        if self.out_room != OUTPUT_BUDGET:
+            self._recount_output()
         self._arm_tick()
+
+    def _recount_output(self) -> None:
+        """After a flush, what is still in Proton is what the peer's session window holds back
+        (pn_session_outgoing_bytes); the rest is in the socket, which pauses writing itself.
+        Below the mark, and with the socket not paused, the consumers carry on."""
+        held = 0
+        s = lib.pn_session_head(self.conn, 0)
+        while s != ffi.NULL:
+            held += lib.pn_session_outgoing_bytes(s)
+            s = lib.pn_session_next(s, 0)
+        self.out_room = OUTPUT_BUDGET - held
+        if self.output_full and self.out_room >= 0:
+            self.output_full = False
+            if not self.writing_paused:
+                self._block_consumers(False)
 
     def _handshake_deadline(self) -> None:
         self._handshake_handle = None

@@ -149,6 +149,9 @@ class ConsumerLink:
     def _open(self) -> None:
         self.opened = True
         lib.pn_link_open(self.link)
+        conn = self.conn
+        if conn.writing_paused or conn.output_full:
+            self.set_blocked(True)  # its connection's output is backed up: it waits too
         self.on_flow()  # credit the client granted while the attach was pending
         self.conn.server.mark(self.conn)
 
@@ -233,7 +236,8 @@ class ConsumerLink:
             data = codec.with_annotations(data, message.envelope, consumer.queue.outbound_annotations)
         if count > 0 and not consumer.browser:
             data = codec.with_delivery_count(data, message.envelope, count)
-        lib.pn_link_send(link, data, len(data))
+        size = len(data)
+        lib.pn_link_send(link, data, size)
         lib.pn_link_advance(link)
         if len(self.consumers) > 1:  # the parts of a composite source share the link's credit
             for other in self.consumers:
@@ -247,6 +251,9 @@ class ConsumerLink:
         else:
             self.deliveries[d] = ref
         conn = self.conn
+        conn.out_room -= size
+        if conn.out_room < 0:
+            conn.output_over()  # the consumers wait for the flush (Connection.flush)
         if not conn.marked:
             conn.server.mark(conn)
 
