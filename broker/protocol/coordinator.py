@@ -19,7 +19,6 @@ says it is transactional (0x34), so Proton's data wrappers are fine for reading 
 from __future__ import annotations
 
 import logging
-import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ from cproton_ffi import ffi, lib
 from proton import Message as AmqpMessage
 from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
-from ..core.message import Message
 from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
 from .transfers import receive_bytes
@@ -135,17 +133,6 @@ def transfer_failed(txn: Transaction, presettled: bool, condition: str, descript
     cannot know, so its transaction must not commit."""
     if presettled:
         txn.mark_rollback_only(TransferFailed(condition, description))
-
-
-def composite_plan(link, data: bytes, envelope):
-    """The plan of a transfer on a client-side composite target: one copy to each part."""
-    po = link.postoffice
-    now = int(time.time() * 1000)
-    plan = []
-    for part in link.target.parts:
-        message = Message(data, envelope, part.address, part.routing_type, link.container_id, now)
-        plan.extend(po.route(message, part.address, part.routing_type, part.queue))
-    return plan
 
 
 # -- consumer links ----------------------------------------------------------------------------
@@ -378,4 +365,4 @@ class CoordinatorLink:
 
 
 __all__ = ["CoordinatorLink", "TRANSACTIONAL_STATE", "acquire", "forget_delivery", "hold_send",
-           "transfer_failed", "transfer_transaction", "composite_plan"]
+           "transfer_failed", "transfer_transaction"]

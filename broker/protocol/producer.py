@@ -216,10 +216,7 @@ class ProducerLink:
             return
         target = self.target
         if target.parts is not None:
-            if txn is not None:  # [transactions]
-                coordinator.hold_send(d, presettled, txn, coordinator.composite_plan(self, data, envelope))
-                return
-            self._receive_composite(d, data, envelope, presettled)
+            self._receive_composite(d, data, envelope, presettled, txn)
             return
         address = target.address
         rt = target.routing_type
@@ -311,8 +308,9 @@ class ProducerLink:
                 self._top_up_credit()
         return done
 
-    def _receive_composite(self, d, data: bytes, envelope, presettled: bool) -> None:
-        """A client-side composite target: one copy to each part."""
+    def _receive_composite(self, d, data: bytes, envelope, presettled: bool, txn) -> None:
+        """A client-side composite target: one copy to each part. A part whose target is gone
+        or a `fail` destination that is full refuses the whole send, in a transaction too."""
         po = self.postoffice
         now = int(time.time() * 1000)
         plan = []
@@ -321,10 +319,13 @@ class ProducerLink:
             routed = po.route(message, part.address, part.routing_type, part.queue)
             refused = po.unrouted(routed, part.address, part.routing_type, part.queue)
             if refused is not None:
-                self._reject(d, presettled, None, conditions.NOT_FOUND, refused)
+                self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
                 return
             plan.extend(routed)
-        if self._refused_as_full(d, presettled, None, plan):
+        if self._refused_as_full(d, presettled, txn, plan):
+            return
+        if txn is not None:  # [transactions]
+            coordinator.hold_send(d, presettled, txn, plan)
             return
         if presettled:
             po.post(plan)

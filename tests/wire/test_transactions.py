@@ -433,6 +433,47 @@ address_full_policy = "fail"
     client.close()
 
 
+def test_a_transactional_send_to_a_composite_part_whose_queue_is_gone_is_refused_not_found(broker):
+    client = TxClient(broker.url)
+    sender = client.sender("txc.kept,txc.gone")
+    presettled = client.sender("txc.kept,txc.gone", name="presettled", options=AtMostOnce())
+    wait_for(lambda: "txc.gone" in {r["queue"] for r in management_call(broker.url, "queue.stat")})
+    management_call(broker.url, "queue.delete", args={"name": "txc.gone"})
+    txn = client.declare()
+    state, _, condition = client.send(sender, "unsettled", txn).result(TIMEOUT)
+    assert (state, condition) == (Delivery.REJECTED, "amqp:not-found")
+    assert client.commit(txn) == ("committed", None)  # a refused unsettled send is the client's to handle
+    txn = client.declare()
+    client.send_presettled(presettled, "presettled", txn)  # dropped: the transaction must not commit
+    assert client.commit(txn) == ("failed", "amqp:not-found")
+    assert stats(broker.url, "txc.kept")["messages"] == 0
+    client.close()
+
+
+def test_a_transactional_send_to_a_composite_with_a_full_fail_part_is_refused(start_broker):
+    b = start_broker(config="""
+[[address_settings]]
+match = "txfull.#"
+max_size_bytes = 1000
+address_full_policy = "fail"
+""")
+    plain = connect(b.url)
+    plain.create_sender("txfull.b").send(Message(body=b"x" * 1500))  # over the limit: full from now on
+    client = TxClient(b.url)
+    sender = client.sender("txplain.a,txfull.b")
+    txn = client.declare()
+    state, _, condition = client.send(sender, "unsettled", txn).result(TIMEOUT)
+    assert (state, condition) == (Delivery.REJECTED, "amqp:resource-limit-exceeded")
+    assert client.commit(txn) == ("committed", None)
+    txn = client.declare()
+    client.send_presettled(client.sender("txplain.a,txfull.b", name="presettled", options=AtMostOnce()),
+                           "presettled", txn)
+    assert client.commit(txn) == ("failed", "amqp:resource-limit-exceeded")
+    assert (stats(b.url, "txplain.a").get("messages", 0), stats(b.url, "txfull.b")["messages"]) == (0, 1)
+    client.close()
+    plain.close()
+
+
 # -- several transactions and sessions -----------------------------------------------------------
 def test_several_transactions_on_one_session_are_independent(broker):
     plain = connect(broker.url)
