@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core import errors as core_errors
+from ..core import limits
 from ..core.message import ANYCAST, MULTICAST
 from . import messages
 from .errors import BadRequest, Conflict, ManagementError, NotFound
@@ -26,6 +27,10 @@ QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", 
                      "added", "acked")
 
 # Operations that only read: `browse` permission is enough for them; the rest need `manage`.
+# Arguments that name an address or a queue: the contract's name limit applies to them at every
+# door, before an operation looks anything up or creates it.
+NAME_ARGUMENTS = ("name", "address", "to")
+
 READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "address.list", "queue.list",
                              "queue.get", "queue.browse", "connection.list", "explain"})
 
@@ -39,6 +44,17 @@ def _arg(args: dict, name: str, kind: type | tuple = str, default: Any = None, r
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise BadRequest(f"'{name}' has the wrong type")
     return value
+
+
+def _check_names(args: dict) -> None:
+    """An address or queue name over the contract's limit is a 400 naming the limit."""
+    for key in NAME_ARGUMENTS:
+        value = args.get(key)
+        if isinstance(value, str):
+            try:
+                limits.check_name(value, key)
+            except core_errors.InvalidField as e:
+                raise BadRequest(str(e)) from None
 
 
 class Management:
@@ -104,7 +120,9 @@ class Management:
         op = self.argument_operations().get(operation)
         if op is None:
             raise KeyError(f"unknown management operation {operation!r}")
-        return op(dict(args or {}, requester=requester))
+        args = dict(args or {}, requester=requester)
+        _check_names(args)
+        return op(args)
 
     # -- addresses -------------------------------------------------------------------------------
     def address_list(self, args: dict) -> list[dict]:

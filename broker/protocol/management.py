@@ -16,6 +16,8 @@ import time
 
 from proton import Message as ProtonMessage
 
+from ..core import limits
+from ..core.errors import InvalidField
 from ..core.message import ANYCAST, Message
 from ..management import Deferred, ManagementError
 from . import codec
@@ -55,6 +57,12 @@ class ManagementEndpoint:
         request = ProtonMessage()
         request.decode(message.encoded)
         reply_to = request.reply_to
+        if reply_to:
+            try:
+                limits.check_name(reply_to, "reply_to")
+            except InvalidField as e:  # there is nowhere to answer
+                log.info("management request dropped: %s", e)
+                return
         operation = str((request.properties or {}).get("operation"))
         correlation = request.id or request.correlation_id
         legacy = operation in self.broker.management.operations()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 from proton import Message
+from proton.utils import BlockingConnection
 
 from broker.tools.clients import ManagementCallError, management_call
+from hermod_testing import wait_for
 from http_helpers import receive_all, send
 
 
@@ -24,3 +26,36 @@ def test_purge_browse_and_move_over_amqp(broker):
     # the statistics operations answer as they always did
     rows = management_call(broker.url, "queue.stat")
     assert any(r["queue"] == "a1" and r["messages"] == 2 for r in rows)
+
+
+LONG = "n" * 1025  # one byte over the contract's 1,024-byte name limit
+
+
+@pytest.mark.parametrize("operation, args", [
+    ("queue.create", {"name": LONG}),
+    ("queue.create", {"name": "short", "address": LONG}),
+    ("queue.get", {"name": LONG}),
+    ("queue.move", {"name": "a1", "to": LONG}),
+    ("address.create", {"name": LONG}),
+    ("message.send", {"address": LONG, "body": "b"}),
+    ("explain", {"address": LONG}),
+])
+def test_an_over_long_name_argument_answers_400_naming_the_limit(broker, operation, args):
+    send(broker.url, "a1", Message(body="stays"))
+    with pytest.raises(ManagementCallError) as e:
+        management_call(broker.url, operation, args=args)
+    assert e.value.status == 400
+    assert "1024 bytes" in str(e.value)
+    names = {r["queue"] for r in management_call(broker.url, "queue.stat")}
+    assert names == {"a1"}  # nothing was created, nothing moved
+    assert [m.body for m in receive_all(broker.url, "a1", 1)] == ["stays"]
+
+
+def test_an_over_long_reply_to_is_dropped_with_a_log_line(broker):
+    conn = BlockingConnection(broker.url)
+    conn.create_sender("hermod.management").send(
+        Message(id="r1", reply_to="r" * 2000, properties={"operation": "address.list"}))
+    conn.close()
+    wait_for(lambda: any("reply_to" in line and "1024" in line for line in broker.stderr_lines))
+    assert all(not a["name"].startswith("rrr") for a in management_call(broker.url, "address.list", args={}))
+    assert all(not r["queue"].startswith("rrr") for r in management_call(broker.url, "queue.stat"))
