@@ -14,7 +14,7 @@ from .config import Config
 from .core import errors, links as core_links
 from .core.message import ANYCAST, MULTICAST, Message
 from .core.postoffice import MemoryJournal, PostOffice
-from .core.selectable import message_lookup
+from .core.selectable import COUNTED, CountingSelector, message_lookup
 from .core.settings import SettingsRepository
 from .selector import SelectorError, compile_selector
 from .spool import FileSpool
@@ -106,7 +106,16 @@ class Broker:
         matches = selector.matches
         return lambda message: matches(message_lookup(message))
 
-    compile_consumer_selector = compile_filter
+    def compile_consumer_selector(self, text: str):
+        """A consumer's selector: a predicate over a Message, or, when it names JMSRedelivered
+        or JMSXDeliveryCount, a CountingSelector the queue gives the ref's delivery count."""
+        try:
+            selector = compile_selector(text)
+        except SelectorError as e:
+            raise errors.InvalidFilter(f"Invalid filter: {e}") from None
+        if not selector.identifiers.isdisjoint(COUNTED):
+            return CountingSelector(selector.matches)
+        return self.compile_filter(text)
 
     # -- permissions -----------------------------------------------------------------------------
     @contextmanager

@@ -5,6 +5,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from .message import Message
+from .selectable import CountingSelector
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -43,7 +44,7 @@ class Consumer:
     adapter; `blocked` is set while the connection cannot take more output."""
 
     __slots__ = ("id", "queue", "link", "credit", "selector", "selector_text", "browser", "priority",
-                 "in_flight", "blocked", "snapshot", "exclusive", "owner")
+                 "in_flight", "blocked", "snapshot", "exclusive", "owner", "selector_counts")
 
     def __init__(self, queue: Queue, link, selector=None, browser: bool = False, priority: int = 0,
                  owner: object = None, selector_text: str | None = None, exclusive: bool = False):
@@ -52,6 +53,8 @@ class Consumer:
         self.link = link
         self.credit = 0
         self.selector = selector  # predicate over a Message, or None
+        # A selector naming JMSRedelivered / JMSXDeliveryCount also takes the ref's count.
+        self.selector_counts = isinstance(selector, CountingSelector)
         self.selector_text = selector_text
         self.browser = browser
         self.priority = priority
@@ -68,9 +71,13 @@ class Consumer:
     def accepts(self, ref: Ref) -> bool:
         if ref.refused_by is not None and self.id in ref.refused_by:
             return False
-        if self.selector is not None and not self.selector(ref.message):
-            return False
-        return True
+        return self.selector is None or self.matches(ref)
+
+    def matches(self, ref: Ref) -> bool:
+        """Whether the selector takes `ref` (it has one)."""
+        if self.selector_counts:
+            return self.selector(ref.message, ref.delivery_count)
+        return self.selector(ref.message)
 
     def __repr__(self) -> str:
         return f"<Consumer {self.id} on {self.queue.name}>"

@@ -148,9 +148,5 @@ class Message:
             self._scheduled = when
         return self._scheduled
 
-    @property
-    def delivery_count(self) -> int:
-        return 0
-
     def __repr__(self) -> str:
         return f"<Message {self.id} to {self.address!r} {len(self.encoded)} bytes>"

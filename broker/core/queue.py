@@ -557,7 +557,7 @@ class Queue:
         snapshot = c.snapshot
         while snapshot and c.credit > 0 and not c.blocked:
             ref = snapshot.pop()
-            if c.selector is not None and not c.selector(ref.message):
+            if c.selector is not None and not c.matches(ref):
                 continue
             c.credit -= 1
             c.link.send(c, ref)

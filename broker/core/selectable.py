@@ -2,7 +2,7 @@
 
 `message_lookup(msg)` gives the property lookup that `broker.selector` predicates call. The
 message is duck-typed (durable, priority, message_id, correlation_id, user_id, subject,
-creation_time, group_id, group_sequence, expiration, address, size, delivery_count, annotations,
+creation_time, group_id, group_sequence, expiration, address, size, annotations,
 application_properties, container_id) and read lazily: a selector that only names headers never
 makes the message decode its application properties.
 
@@ -81,10 +81,6 @@ def _user_id(msg) -> str | None:
     return str(value)
 
 
-def _delivery_count(msg) -> int:
-    return (msg.delivery_count or 0) + 1  # JMSXDeliveryCount counts this delivery (Classic, JMS)
-
-
 def _always_null(msg):
     return None
 
@@ -98,13 +94,13 @@ HEADERS: dict[str, Callable[[object], object]] = {
     "JMSDeliveryMode": lambda m: "PERSISTENT" if m.durable else "NON_PERSISTENT",
     "JMSTimestamp": lambda m: _int_or_zero(m.creation_time),
     "JMSExpiration": lambda m: _int_or_zero(m.expiration),
-    "JMSRedelivered": lambda m: (m.delivery_count or 0) > 0,
+    "JMSRedelivered": lambda m: False,  # a message alone is on its first delivery (see COUNTED)
     "JMSDestination": _always_null,  # reserved JMS names Hermod does not map (as Artemis)
     "JMSReplyTo": _always_null,
     "JMSXGroupID": lambda m: _text(m.group_id),
     "JMSXGroupSeq": lambda m: _int_or_zero(m.group_sequence),
     "JMSXUserID": _user_id,
-    "JMSXDeliveryCount": _delivery_count,
+    "JMSXDeliveryCount": lambda m: 1,
     # Artemis names.
     "AMQUserID": lambda m: _message_id(m.message_id),
     "AMQPriority": _priority,
@@ -115,6 +111,15 @@ HEADERS: dict[str, Callable[[object], object]] = {
     "AMQAddress": lambda m: _text(m.address),
     "AMQGroupID": lambda m: _text(m.group_id),
     "__AMQ_CID": lambda m: _text(m.container_id),  # the producer's container id (no-local)
+}
+
+
+# The identifiers a queued message's ref answers: how many times it was delivered before. Only
+# a consumer selector naming one of them reads the ref (`CountingSelector`); filters applied
+# while routing see a first delivery.
+COUNTED: dict[str, Callable[[int], object]] = {
+    "JMSRedelivered": lambda n: n > 0,
+    "JMSXDeliveryCount": lambda n: n + 1,  # counts this delivery (Classic, JMS)
 }
 
 
@@ -143,3 +148,29 @@ def message_lookup(msg) -> Lookup:
         return None
 
     return lookup
+
+
+def counted_lookup(msg, delivery_count: int) -> Lookup:
+    """The selector lookup for a message `delivery_count` deliveries in: JMSRedelivered and
+    JMSXDeliveryCount from the count, every other identifier as `message_lookup`."""
+    plain = message_lookup(msg)
+
+    def lookup(name: str, counted=COUNTED):
+        header = counted.get(name)
+        return header(delivery_count) if header is not None else plain(name)
+
+    return lookup
+
+
+class CountingSelector:
+    """A consumer selector that names JMSRedelivered or JMSXDeliveryCount: the queue calls it
+    with the ref's delivery count. Other selectors stay plain predicates over a message, so they
+    pay nothing for it; called with a message alone (as a queue filter) it sees a first delivery."""
+
+    __slots__ = ("matches",)
+
+    def __init__(self, matches: Callable[[Lookup], bool]):
+        self.matches = matches
+
+    def __call__(self, message, delivery_count: int = 0) -> bool:
+        return self.matches(counted_lookup(message, delivery_count))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from broker.core.selectable import HEADERS, annotation_key, message_lookup
+from broker.core.selectable import HEADERS, annotation_key, counted_lookup, message_lookup
 from broker.selector import compile_selector
 
 
@@ -32,7 +32,6 @@ class Message:
     expiration: int = 0
     address: str = "orders"
     size: int = 100
-    delivery_count: int = 0
     annotations: dict = field(default_factory=dict)
     application_properties: dict = field(default_factory=dict)
     container_id: str | None = None
@@ -108,9 +107,20 @@ ROWS = [
 @pytest.mark.parametrize("identifier, fields, expected, value_type", ROWS,
                          ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
 def test_identifier(identifier, fields, expected, value_type):
-    value = message_lookup(Message(**fields))(identifier)
+    fields = dict(fields)
+    if "delivery_count" in fields:  # the ref's count, not the message's: a consumer's lookup
+        count = fields.pop("delivery_count")
+        value = counted_lookup(Message(**fields), count)(identifier)
+    else:
+        value = message_lookup(Message(**fields))(identifier)
     assert value == expected
     assert type(value) is value_type
+
+
+def test_a_message_alone_is_on_its_first_delivery():
+    """What a filter applied while routing sees: no ref, no delivery yet."""
+    lookup = message_lookup(Message())
+    assert (lookup("JMSRedelivered"), lookup("JMSXDeliveryCount")) == (False, 1)
 
 
 def test_every_header_identifier_has_a_row():

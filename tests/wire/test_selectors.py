@@ -8,7 +8,7 @@ from proton.reactor import Filter
 from proton.utils import LinkDetached
 from proton import Described, symbol
 
-from wire_helpers import Selector, connect, nothing_more, receive_bodies, topic
+from wire_helpers import Selector, connect, nothing_more, receive_bodies, settle_modified, topic
 
 
 def send_props(conn, address, rows, **fields):
@@ -103,3 +103,27 @@ def test_no_local_subscription_skips_its_own_connections_messages(broker):
     assert nothing_more(sub)
     mine.close()
     other.close()
+
+
+@pytest.mark.parametrize("selector, matched", [
+    ("JMSRedelivered = TRUE", True),
+    ("JMSXDeliveryCount = 2", True),
+    ("JMSRedelivered = FALSE", False),
+    ("JMSXDeliveryCount = 1", False),
+])
+def test_a_selector_sees_the_delivery_count_of_a_redelivered_message(broker, selector, matched):
+    conn = connect(broker.url)
+    send_props(conn, "sel.redelivered", [("again", {})])
+    first = conn.create_receiver("sel.redelivered", name="first", credit=1)
+    assert receive_bodies(first, 1, settle=False) == ["again"]
+    settle_modified(first, failed=True)  # one failed delivery: the next one is the second
+    first.close()
+    chooser = conn.create_receiver("sel.redelivered", name="chooser", options=[Selector(selector)], credit=1)
+    if matched:
+        assert receive_bodies(chooser, 1) == ["again"]
+    else:
+        assert nothing_more(chooser)
+        chooser.close()
+        plain = conn.create_receiver("sel.redelivered", name="plain", credit=1)
+        assert receive_bodies(plain, 1) == ["again"]  # still there, skipped by the selector only
+    conn.close()
