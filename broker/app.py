@@ -97,25 +97,26 @@ class Broker:
                        None, record.arrival, record.id)
 
     # -- selectors ------------------------------------------------------------------------------
-    def compile_filter(self, text: str):
-        """A selector as a predicate over a Message (raises InvalidFilter)."""
+    @staticmethod
+    def _selector(text: str):
         try:
-            selector = compile_selector(text)
+            return compile_selector(text)
         except SelectorError as e:
             raise errors.InvalidFilter(f"Invalid filter: {e}") from None
-        matches = selector.matches
+
+    def compile_filter(self, text: str):
+        """A selector as a predicate over a Message (raises InvalidFilter)."""
+        matches = self._selector(text).matches
         return lambda message: matches(message_lookup(message))
 
     def compile_consumer_selector(self, text: str):
         """A consumer's selector: a predicate over a Message, or, when it names JMSRedelivered
         or JMSXDeliveryCount, a CountingSelector the queue gives the ref's delivery count."""
-        try:
-            selector = compile_selector(text)
-        except SelectorError as e:
-            raise errors.InvalidFilter(f"Invalid filter: {e}") from None
+        selector = self._selector(text)
         if not selector.identifiers.isdisjoint(COUNTED):
             return CountingSelector(selector.matches)
-        return self.compile_filter(text)
+        matches = selector.matches
+        return lambda message: matches(message_lookup(message))
 
     # -- permissions -----------------------------------------------------------------------------
     @contextmanager
