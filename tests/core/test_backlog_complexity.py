@@ -210,3 +210,29 @@ def test_a_selector_looks_at_each_waiting_message_once():
     assert bodies(sink) == ["match 1", "match 2", "match 3"]
     assert len(calls) - before <= 2 * 101
     assert c.queue.message_count == N + 200 + 3
+
+
+def test_taking_waiting_messages_skips_tombstones_and_includes_parked_ones(po):
+    """Management purge/move (`take_waiting`) after removals and parking: exactly the live
+    waiting messages, in order, each once, and the memory accounting back to zero."""
+    fill(po, 5000, ttl=lambda i: 100 if 1000 <= i < 1010 else 0)
+    po.clock.now += 1000
+    assert po.expire_scan() == 10
+    picky, sink = attach(po, selector=lambda m: m.encoded == b"4999")
+    settle_all(po)
+    assert bodies(sink) == ["4999"]
+    q = po.queues["q"]
+    assert q.backlog.parked.live == 4989  # looked at and turned down: parked
+    picky.credit = 0
+    for i in range(10):  # in the FIFO, behind the parked ones (picky has no credit left)
+        put(po, f"late {i}", ttl=100 if i % 2 else 0)
+    po.clock.now += 1000
+    assert po.expire_scan() == 5  # five tombstones in the FIFO
+    po.run_dispatch()
+    taken = q.take_waiting(lambda ref: True)
+    expected = [str(i) for i in range(4999) if not 1000 <= i < 1010] + [f"late {i}" for i in range(0, 10, 2)]
+    assert [r.message.encoded.decode() for r in taken] == expected
+    assert q.message_count == 1 and not q.waiting()  # only the one out with picky
+    assert q.backlog.dead == 0 and len(q.backlog) == 0
+    q.acknowledge(sink.got[0])
+    assert q.size == 0 and q.held == 0

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import pytest
-from proton import Message
+from proton import Message, Timeout
+from proton.reactor import Selector
+from proton.utils import BlockingConnection
 
 from broker.tools.clients import ManagementCallError, management_call
 from http_helpers import receive_all, send
@@ -24,3 +26,19 @@ def test_purge_browse_and_move_over_amqp(broker):
     # the statistics operations answer as they always did
     rows = management_call(broker.url, "queue.stat")
     assert any(r["queue"] == "a1" and r["messages"] == 2 for r in rows)
+
+
+def test_purge_takes_the_messages_a_selector_consumer_turned_down(broker):
+    """A consumer whose selector matches nothing has looked at every message (the broker parks
+    them); a purge still takes them all and the queue is empty."""
+    send(broker.url, "pq", *[Message(body=f"m{i}", properties={"i": i}) for i in range(5)])
+    conn = BlockingConnection(broker.url)
+    try:
+        receiver = conn.create_receiver("pq", credit=10, options=Selector("i = 99"))
+        with pytest.raises(Timeout):  # a bound on a negative; it also sends the credit
+            receiver.receive(timeout=0.3)
+        assert management_call(broker.url, "queue.purge", args={"name": "pq"}) == {"removed": 5}
+        rows = management_call(broker.url, "queue.stat")
+        assert [r["messages"] for r in rows if r["queue"] == "pq"] == [0]
+    finally:
+        conn.close()
