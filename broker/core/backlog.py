@@ -242,16 +242,31 @@ class Backlog:
         self.dead = 0
 
     def remove_where(self, predicate) -> list[Ref]:
-        """Remove every ref `predicate` holds for, in one pass (management purge/move)."""
+        """Remove every ref `predicate` holds for, parked ones too, in one pass (management
+        purge/move); in dispatch order by priority, then by message id. Tombstones go on the
+        way (they are not refs of the queue any more)."""
         taken: list[Ref] = []
         for p, level in enumerate(self.levels):
             if not level:
                 continue
             kept: deque[Ref] = deque()
             for ref in level:
-                (taken if predicate(ref) else kept).append(ref)
+                if ref.in_level != LIVE:
+                    ref.in_level = OUT
+                elif predicate(ref):
+                    ref.in_level = OUT
+                    taken.append(ref)
+                else:
+                    kept.append(ref)
             self.levels[p] = kept
         self.count -= len(taken)
+        self.dead = 0
+        parked = [ref for ref in self.parked if predicate(ref)]
+        if parked:
+            for ref in parked:
+                self.parked.remove(ref)
+            taken.extend(parked)
+            taken.sort(key=lambda ref: (-ref.message.priority, ref.message.id))
         return taken
 
     def clear(self) -> None:

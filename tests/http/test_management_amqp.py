@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from proton import Message
+from proton import Message, Timeout
+from proton.reactor import Selector
 from proton.utils import BlockingConnection
 
 from broker.tools.clients import ManagementCallError, management_call
@@ -59,3 +60,19 @@ def test_an_over_long_reply_to_is_dropped_with_a_log_line(broker):
     wait_for(lambda: any("reply_to" in line and "1024" in line for line in broker.stderr_lines))
     assert all(not a["name"].startswith("rrr") for a in management_call(broker.url, "address.list", args={}))
     assert all(not r["queue"].startswith("rrr") for r in management_call(broker.url, "queue.stat"))
+
+
+def test_purge_takes_the_messages_a_selector_consumer_turned_down(broker):
+    """A consumer whose selector matches nothing has looked at every message (the broker parks
+    them); a purge still takes them all and the queue is empty."""
+    send(broker.url, "pq", *[Message(body=f"m{i}", properties={"i": i}) for i in range(5)])
+    conn = BlockingConnection(broker.url)
+    try:
+        receiver = conn.create_receiver("pq", credit=10, options=Selector("i = 99"))
+        with pytest.raises(Timeout):  # a bound on a negative; it also sends the credit
+            receiver.receive(timeout=0.3)
+        assert management_call(broker.url, "queue.purge", args={"name": "pq"}) == {"removed": 5}
+        rows = management_call(broker.url, "queue.stat")
+        assert [r["messages"] for r in rows if r["queue"] == "pq"] == [0]
+    finally:
+        conn.close()
