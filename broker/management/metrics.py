@@ -149,25 +149,30 @@ def _per_queue(family, add, rows, out: list) -> None:
         out.extend([f"{name}{r[1]}{value(r)}" for r in rows])
 
 
+# The store's group-commit figures: (metric, type, help, how to read it off JournalStats).
+_STORE_METRICS = (
+    ("hermod_store_commits_total", "counter", "Store transactions committed (group commits)",
+     lambda s: s.commits),
+    ("hermod_store_units_total", "counter", "Units (sends, acks) committed", lambda s: s.units),
+    ("hermod_store_operations_total", "counter", "Store operations committed", lambda s: s.ops),
+    ("hermod_store_commit_batch_units_max", "gauge", "Largest commit batch, in units",
+     lambda s: s.max_units_per_commit),
+    ("hermod_store_commit_seconds_total", "counter", "Time spent committing",
+     lambda s: f"{s.commit_seconds_total:.6f}"),
+    ("hermod_store_commit_seconds_max", "gauge", "Longest commit", lambda s: f"{s.commit_seconds_max:.6f}"),
+    ("hermod_store_failed_units_total", "counter", "Units the store could not apply",
+     lambda s: s.failed_units),
+)
+
+
 def _store(family, add, broker) -> None:
     stats = getattr(broker.journal, "stats", None)
     if stats is None:
         return
     s = stats()
-    family("hermod_store_commits_total", "counter", "Store transactions committed (group commits)")
-    add(f"hermod_store_commits_total {s.commits}")
-    family("hermod_store_units_total", "counter", "Units (sends, acks) committed")
-    add(f"hermod_store_units_total {s.units}")
-    family("hermod_store_operations_total", "counter", "Store operations committed")
-    add(f"hermod_store_operations_total {s.ops}")
-    family("hermod_store_commit_batch_units_max", "gauge", "Largest commit batch, in units")
-    add(f"hermod_store_commit_batch_units_max {s.max_units_per_commit}")
-    family("hermod_store_commit_seconds_total", "counter", "Time spent committing")
-    add(f"hermod_store_commit_seconds_total {s.commit_seconds_total:.6f}")
-    family("hermod_store_commit_seconds_max", "gauge", "Longest commit")
-    add(f"hermod_store_commit_seconds_max {s.commit_seconds_max:.6f}")
-    family("hermod_store_failed_units_total", "counter", "Units the store could not apply")
-    add(f"hermod_store_failed_units_total {s.failed_units}")
+    for name, kind, text, value in _STORE_METRICS:
+        family(name, kind, text)
+        add(f"{name} {value(s)}")
 
 
 def _memory_limit(broker) -> int:
