@@ -292,6 +292,11 @@ def cmd_analyse(args) -> int:
     return 0
 
 
+def cmd_import(args) -> int:
+    from .tools.importer import run
+    return run(args.product, args.file, args.output)
+
+
 # -- parser ---------------------------------------------------------------------------------------
 
 
@@ -381,6 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline.analyse import add_arguments as add_analyse_arguments
     add_analyse_arguments(ana)
     ana.set_defaults(func=cmd_analyse)
+
+    imp = sub.add_parser("import", help="convert an Artemis broker.xml or ActiveMQ activemq.xml to TOML")
+    imp.add_argument("product", choices=["artemis", "activemq"])
+    imp.add_argument("file", help="broker.xml (Artemis) or activemq.xml (ActiveMQ Classic)")
+    imp.add_argument("-o", "--output", help="write the TOML here (default: stdout)")
+    imp.set_defaults(func=cmd_import)
 
     perf = sub.add_parser("perf", help="load generator")
     from .tools.perf import add_arguments
