@@ -185,7 +185,7 @@ class _Classic:
 
     def virtual_topic(self, v: Node) -> None:
         a = v.attrib
-        entry = {"name": _wildcards(a.get("name", ">")),
+        entry = {"name": a.get("name", ">"),
                  "prefix": a.get("prefix", "Consumer.*."), "postfix": a.get("postfix", "")}
         if boolean(a.get("selectorAware", "false")):
             entry["selector_aware"] = True
