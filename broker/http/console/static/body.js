@@ -2,6 +2,8 @@
 // amqp-sequence) as indented JSON, binary as a hex and ASCII dump.
 import { h } from "./dom.js";
 
+// C0 controls other than tab, line feed, carriage return; and DEL
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 const HEX_LIMIT = 64 * 1024; // bytes dumped; the rest is counted, not shown
 
 export function renderBody(message) {
@@ -9,8 +11,11 @@ export function renderBody(message) {
   let content;
   if (encoding === "none" || message.body === null || message.body === undefined) {
     content = h("p", { class: "empty" }, "no body");
-  } else if (encoding === "text") {
+  } else if (encoding === "text" && !CONTROL.test(message.body)) {
     content = h("pre", { class: "text" }, message.body);
+  } else if (encoding === "text") {
+    // UTF-8 that is not text (NUL and other control characters): bytes, shown as bytes
+    content = hexDump(new TextEncoder().encode(message.body));
   } else if (encoding === "base64") {
     content = hexDump(fromBase64(message.body));
   } else {

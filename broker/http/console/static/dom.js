@@ -40,7 +40,7 @@ export function replace(node, ...children) {
 
 export function setStatus(text, kind = "info") {
   const node = document.getElementById("status");
-  node.className = kind;
+  node.dataset.kind = kind;
   node.textContent = text;
 }
 
