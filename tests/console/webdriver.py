@@ -125,6 +125,10 @@ class Browser:
         entries = self._cmd("POST", "/se/log", {"type": "browser"})
         return [e["message"] for e in entries if e.get("level") == "SEVERE"]
 
+    def value(self, css: str) -> str:
+        """The current value of a form field (a property, not the attribute)."""
+        return self.run("return document.querySelector(arguments[0]).value", css)
+
     def screenshot(self, path) -> None:
         with open(path, "wb") as f:
             f.write(base64.b64decode(self._cmd("GET", "/screenshot")))
