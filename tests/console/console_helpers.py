@@ -39,3 +39,11 @@ def status(browser) -> str:
 def wait_status(browser, text: str) -> str:
     return wait_for(lambda: text in status(browser) and status(browser),
                     message=f"status '{text}' (shows '{status(browser)}')")
+
+
+def depth_samples(browser, queue: str) -> int:
+    """How many samples the queue's depth line holds (read in one script: the line is redrawn
+    on every refresh, so an element reference would go stale)."""
+    return browser.run("""const svg = Array.from(document.querySelectorAll('tr[data-queue]'))
+        .find(tr => tr.dataset.queue === arguments[0])?.querySelector('svg.spark');
+        return svg ? Number(svg.dataset.points) : 0""", queue)

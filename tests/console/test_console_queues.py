@@ -6,7 +6,7 @@ import time
 
 from proton import Message
 
-from console_helpers import open_view, queue_counts, wait_counts
+from console_helpers import depth_samples, open_view, queue_counts, wait_counts
 from hermod_testing import wait_for
 from http_helpers import call, http_url, send
 
@@ -22,7 +22,7 @@ def test_queue_table_shows_depths_and_refreshes_without_reloading(broker, browse
     wait_counts(browser, {"billing": "1", "orders": "5"})
     assert browser.run("return window.__same_page") is True  # refreshed in place, not reloaded
     # depth over time: the orders row's line has gathered several samples
-    wait_for(lambda: int(browser.find('tr[data-queue="orders"] svg.spark').attribute("data-points")) >= 3,
+    wait_for(lambda: depth_samples(browser, "orders") >= 3,
              message="samples in the depth line")
     assert browser.find("#queues thead").text.split()[:2] == ["queue", "address"]
     assert browser.console_errors() == []

@@ -14,7 +14,9 @@ export async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(path, init);
+  // Against the origin, not the page's URL: a page opened as http://user:pw@host/ has the
+  // credentials in its URL, and fetch refuses URLs with credentials (the browser has them cached).
+  const response = await fetch(new URL(path, location.origin), init);
   const text = await response.text();
   let data = null;
   if (text) {

@@ -1,6 +1,7 @@
 // The console's router: `#/view?params` picks a view module; each view returns a function that
 // stops its refresh timer when another view replaces it. `?refresh=MS` on the page URL sets the
 // refresh period (default 2 s).
+import { get } from "./api.js";
 import { History } from "./chart.js";
 import { setStatus } from "./dom.js";
 import * as addresses from "./addresses.js";
@@ -35,3 +36,5 @@ function route() {
 
 window.addEventListener("hashchange", route);
 route();
+get("/api/overview").then((o) => { document.getElementById("node").textContent = `${o.node} · hermod ${o.version}`; },
+  (e) => setStatus(`overview: ${e.message}`, "error"));

@@ -10,6 +10,7 @@ export function mount(view, params, ctx) {
   const body = h("div", { id: "connections" });
   replace(view, h("h1", {}, "Connections"), body);
   let seq = 0;
+  let shown = null; // the list last drawn, as JSON: redrawn only when it changed (a click survives)
 
   async function close(c) {
     if (!(await confirmAction(`Close connection ${c.id} from ${c.remote}${c.container_id ? ` (${c.container_id})` : ""}?`))) return;
@@ -38,6 +39,9 @@ export function mount(view, params, ctx) {
     try {
       const list = await get("/api/connections");
       if (mine !== seq) return;
+      const json = JSON.stringify(list);
+      if (json === shown) return;
+      shown = json;
       replace(body, list.length ? list.map(card) : h("p", { class: "empty" }, "no connections"));
       body.dataset.loaded = String(mine);
     } catch (e) {

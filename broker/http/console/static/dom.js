@@ -1,6 +1,6 @@
 // Building the page from data without ever parsing it as HTML: every value shown (queue names,
 // message bodies, link filters) is hostile input, so it only ever becomes a text node or an
-// attribute value set through the DOM. There is no innerHTML anywhere in the console.
+// attribute value set through the DOM: the console never hands a string to the HTML parser.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
