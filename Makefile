@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps bench crash-storm floods clean
+.PHONY: check run test install system-deps java interop-deps bench crash-storm floods clean console-deps console-screenshot
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -39,6 +39,17 @@ java:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	fi
 
+# Headless Chromium and its WebDriver for the console tests (tests/console), where missing.
+console-deps:
+	@if ! command -v chromedriver >/dev/null 2>&1 || ! [ -x /usr/bin/chromium ]; then \
+		echo "installing chromium and chromium-driver for the console tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+
+# docs/console.png: the console with real data, taken by the console tests' browser.
+console-screenshot: $(TEST_STAMP) console-deps
+	HERMOD_CONSOLE_SCREENSHOT=docs/console.png $(VENV)/bin/pytest -q tests/console -k screenshot
+
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
 	bash interop/setup.sh
@@ -48,7 +59,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline
 	$(VENV)/bin/lint-imports
 
-test: $(TEST_STAMP) check system-deps java interop-deps
+test: $(TEST_STAMP) check system-deps java interop-deps console-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

@@ -1,6 +1,6 @@
-"""The JSON API's routes (the contract's table) onto `broker.management`, plus `/health` and
-`/metrics`. Authorization is one hook, `allowed()`: with no users in `[security]` everything is
-allowed; otherwise `broker.authorize_http(user, password, permission)` decides (the security
+"""The JSON API's routes (the contract's table) onto `broker.management`, plus `/health`,
+`/metrics` and the console's assets (`/`, `/console/...`). Authorization is one hook,
+`allowed()`: with no users in `[security]` everything is allowed; otherwise `broker.authorize_http(user, password, permission)` decides (the security
 module provides it), with `browse` for reads and `manage` for the rest."""
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from urllib.parse import unquote
 
 from ..management import READ_OPERATIONS, Deferred, ManagementError
 from ..management.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from . import console
 from .server import Request, Response
 
 METHODS = ("GET", "POST", "DELETE", "HEAD")
+PAGE_ARGUMENTS = frozenset({"search", "sort", "offset", "limit"})
 
 
 def basic_credentials(request: Request) -> tuple[str | None, str | None]:
@@ -51,6 +53,10 @@ class Api:
         path = request.path
         if path == "/health":
             return Response.json(200, {"status": "ok"})
+        if console.is_console_path(path):
+            if request.method not in ("GET", "HEAD"):
+                return Response.error(405, f"method {request.method} not allowed")
+            return self._refused(request, "browse") or console.asset(path)
         if path == "/metrics" or path.startswith("/api/") or path == "/api":
             try:
                 route = self._route(request)
@@ -59,20 +65,40 @@ class Api:
             if route is None:
                 return Response.error(404, f"no such resource: {path}")
             operation, args, created = route
-            user, password = basic_credentials(request)
             permission = "browse" if operation in READ_OPERATIONS or operation == "metrics" else "manage"
-            try:
-                if not allowed(self.broker, user, password, permission):
-                    if user is None:
-                        return Response(401, b'{"error": "credentials required"}',
-                                        headers={"WWW-Authenticate": 'Basic realm="hermod"'})
-                    return Response.error(403, f"{user} may not {permission}")
-            except ManagementError as e:
-                return Response.error(e.status, str(e))
+            refused = self._refused(request, permission)
+            if refused is not None:
+                return refused
             if operation == "metrics":
                 return Response(200, self.management.metrics_text().encode(), METRICS_CONTENT_TYPE)
+            if operation == "queue.list" and PAGE_ARGUMENTS & request.query.keys():
+                return self._queue_page(args)
             return await self._call(operation, args, created)
         return Response.error(404, f"no such resource: {path}")
+
+    def _refused(self, request: Request, permission: str) -> Response | None:
+        """The 401/403 answer when the request's credentials do not allow `permission`."""
+        user, password = basic_credentials(request)
+        try:
+            if allowed(self.broker, user, password, permission):
+                return None
+        except ManagementError as e:
+            return Response.error(e.status, str(e))
+        if user is None:
+            return Response(401, b'{"error": "credentials required"}',
+                            headers={"WWW-Authenticate": 'Basic realm="hermod"'})
+        return Response.error(403, f"{user} may not {permission}")
+
+    def _queue_page(self, args: dict) -> Response:
+        """`GET /api/queues?search=&sort=&offset=&limit=`: still a list (the contract's shape),
+        the number of matching queues in `X-Total-Count` (for the console's pager)."""
+        try:
+            rows, total = self.management.queue_page(args)
+        except ManagementError as e:
+            return Response.error(e.status, str(e))
+        response = Response.json(200, rows)
+        response.headers["X-Total-Count"] = str(total)
+        return response
 
     async def _call(self, operation: str, args: dict, created: bool) -> Response:
         try:
@@ -107,7 +133,9 @@ class Api:
                 return "message.send", {**body, "address": name}, False
             case ["queues"]:
                 if method == "GET":
-                    return "queue.list", {}, False
+                    return "queue.list", {"search": q.get("search"), "sort": q.get("sort") or None,
+                                          "offset": _int(q.get("offset"), "offset"),
+                                          "limit": _int(q.get("limit"), "limit")}, False
                 if method == "POST":
                     return "queue.create", body, True
             case ["queues", name]:
@@ -120,6 +148,8 @@ class Api:
                                         "filter": q.get("filter")}, False
             case ["queues", name, ("purge" | "move" | "retry") as action] if method == "POST":
                 return f"queue.{action}", {**body, "name": name}, False
+            case ["overview"] if method == "GET":
+                return "overview", {}, False
             case ["connections"] if method == "GET":
                 return "connection.list", {}, False
             case ["connections", connection_id] if method == "DELETE":
