@@ -45,6 +45,13 @@ def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = 
     return Message(encoded, envelope, address, None, message.container_id, message.arrival)
 
 
+def address_settings(config: Config, virtual_topics) -> SettingsRepository:
+    """The `[[address_settings]]` entries. Virtual topics are topics: a send to one with no
+    routing type is multicast; listed first, so any user entry at least as specific overrides."""
+    vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in virtual_topics]
+    return SettingsRepository(vt_settings + list(config.address_settings))
+
+
 class Broker:
     def __init__(self, config: Config, journal=None, defer: Callable | None = None,
                  call_at: Callable | None = None):
@@ -52,11 +59,8 @@ class Broker:
         self.container_id = f"hermod-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.journal = journal or MemoryJournal()
         self.virtual_topics = routing.virtual_topics(config)
-        # Virtual topics are topics: a send to one with no routing type is multicast. Listed
-        # first, so any user entry at least as specific overrides it.
-        vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in self.virtual_topics]
         self.postoffice = PostOffice(
-            SettingsRepository(vt_settings + list(config.address_settings)), self.journal, defer=defer,
+            address_settings(config, self.virtual_topics), self.journal, defer=defer,
             annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at,
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
@@ -65,6 +69,7 @@ class Broker:
             self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
         self.auth = Authenticator(config.security)
         self.permissions = Permissions(config.security.get("permissions", ()))
+        self.forwarders: list = []  # the configured diverts and composites, as installed
         self.acting: Principal | None = None  # whose attach or send is being handled
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
@@ -79,8 +84,14 @@ class Broker:
         recovered = (self.journal.recover(window=window, max_bytes=budget) if window
                      else self.journal.recover())
         self.postoffice.recover(recovered, self.message_from_record, window)
+        self.create_configured(self.config)
+        self.forwarders = routing.install(self.postoffice, self.config, self.compile_filter)
+
+    def create_configured(self, config: Config) -> None:
+        """The `[[address]]` entries and their queues; ones that exist already are kept as
+        they are (start after recovery, and a configuration reload)."""
         po = self.postoffice
-        for a in self.config.addresses:
+        for a in config.addresses:
             po.create_address(a.name, set(a.routing))
             for q in a.queues:
                 if q.routing not in a.routing:
@@ -88,7 +99,6 @@ class Broker:
                 po.create_queue(q.name, a.name, q.routing, durable=q.durable, filter_text=q.filter,
                                 max_consumers=q.max_consumers, exclusive=q.exclusive,
                                 last_value_key=q.last_value_key or None)
-        routing.install(po, self.config, self.compile_filter)
 
     @staticmethod
     def message_from_record(record) -> Message:

@@ -151,6 +151,25 @@ class PostOffice:
             if not address.wildcard and (address.name == forwarder.source or matches(forwarder.source, address.name)):
                 self._bind_forwarder(forwarder, address)
 
+    def remove_forwarder(self, forwarder: Forwarder) -> None:
+        """Unbind a divert or composite from every address (a configuration reload)."""
+        if forwarder in self.forwarders:
+            self.forwarders.remove(forwarder)
+        for address in self.addresses.values():
+            if forwarder in address.forwarders:
+                address.forwarders.remove(forwarder)
+
+    def replace_settings(self, settings: SettingsRepository) -> None:
+        """New address settings (a configuration reload): every later lookup reads them, and
+        the figures an address keeps from its settings (size limit, paging, retention) follow."""
+        self.settings = settings
+        for address in self.addresses.values():
+            found = settings.for_address(address.name)
+            address.limit = found.max_size_bytes
+            address.pages = found.address_full_policy == "page"
+            address.retains = found.retention_days > 0 and self.journal.durable
+            self.retaining = self.retaining or address.retains
+
     @staticmethod
     def _bind_forwarder(forwarder: Forwarder, address: Address) -> None:
         address.bind_forwarder(forwarder)
