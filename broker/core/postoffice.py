@@ -21,6 +21,7 @@ from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
+from .latency import LatencyHistogram
 from .settings import AddressSettings, SettingsRepository
 from .wildcards import is_wildcard, matches
 
@@ -76,6 +77,7 @@ class PostOffice:
         self.creation_guard: Callable[[str, str], None] | None = None
         self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
         self.forwarders: list[Forwarder] = []
+        self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
 

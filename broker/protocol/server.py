@@ -112,6 +112,10 @@ class Server:
             factory = lambda: Connection(self, listener)  # noqa: E731
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
 
+    def listener_names(self) -> list[str]:
+        """Every listener the broker runs, by name ("main" is [server])."""
+        return ["main", *(l.name for l in self.broker.config.extra_listeners())]
+
     def request_stop(self) -> None:
         self._stopping.set()
 
