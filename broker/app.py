@@ -145,24 +145,35 @@ class Broker:
             if previous is None:
                 self.postoffice.creation_guard = None
 
-    def authorize_http(self, user: str | None, password: str | None, permission: str) -> bool:
+    def authorize_http(self, user: str | None, password: str | None, permission: str) -> Principal | None:
         """HTTP Basic for the management API, metrics and console: the user must log in and
         hold `permission` (`manage`; for reads `browse` or `manage`) on some address. The API
-        is broker-wide, so a grant on any address admits; lists are not yet narrowed to what
-        the user may browse."""
+        is broker-wide, so a grant on any address admits; what lists show is then narrowed by
+        `management_view`. The logged-in principal, or None."""
         if user is None or password is None:
-            return False
+            return None
         principal = self.auth.plain(user, password)
         if principal is None:
             log.warning("HTTP login failed for user %s", user)
             self.audit("login-failed", user=user, via="http")
-            return False
+            return None
         wanted = ("browse", "manage") if permission == "browse" else (permission,)
         if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
-            return True
+            return principal
         log.warning("denied: user %s may not %s over HTTP", user, permission)
         self.audit("denied", user=user, operation=permission, via="http")
-        return False
+        return None
+
+    def management_view(self, principal: Principal | None) -> Callable[[str], bool] | None:
+        """Which addresses a management user sees in lists and may read: None (all of them) with
+        no permissions configured or for a user who may `manage` the management address itself
+        (the broker's administrators); otherwise those the user may `browse` or `manage`."""
+        if principal is None or not self.permissions.enabled:
+            return None
+        roles, allows = principal.roles, self.permissions.allows
+        if allows(roles, "manage", self.management_address):
+            return None
+        return lambda address: allows(roles, "browse", address) or allows(roles, "manage", address)
 
     def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
         """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,

@@ -29,15 +29,15 @@ def basic_credentials(request: Request) -> tuple[str | None, str | None]:
     return (user, password) if sep else (None, None)
 
 
-def allowed(broker, user: str | None, password: str | None, permission: str) -> bool:
-    """The security hook: allowed when [security] has no users, else whatever the broker's
-    `authorize_http` says (allowed when the broker has no such hook yet)."""
+def allowed(broker, user: str | None, password: str | None, permission: str):
+    """The security hook: True when [security] has no users, else whatever the broker's
+    `authorize_http` says (the logged-in principal, or None: refused)."""
     if not broker.config.security.get("users"):
         return True
     authorize = getattr(broker, "authorize_http", None)
     if authorize is None:
         return True
-    return bool(authorize(user, password, permission))
+    return authorize(user, password, permission)
 
 
 class Api:
@@ -62,7 +62,8 @@ class Api:
             user, password = basic_credentials(request)
             permission = "browse" if operation in READ_OPERATIONS or operation == "metrics" else "manage"
             try:
-                if not allowed(self.broker, user, password, permission):
+                who = allowed(self.broker, user, password, permission)
+                if not who:
                     if user is None:
                         return Response(401, b'{"error": "credentials required"}',
                                         headers={"WWW-Authenticate": 'Basic realm="hermod"'})
@@ -71,12 +72,13 @@ class Api:
                 return Response.error(e.status, str(e))
             if operation == "metrics":
                 return Response(200, self.management.metrics_text().encode(), METRICS_CONTENT_TYPE)
-            return await self._call(operation, args, created)
+            view = self.broker.management_view(who) if who is not True else None
+            return await self._call(operation, args, created, view)
         return Response.error(404, f"no such resource: {path}")
 
-    async def _call(self, operation: str, args: dict, created: bool) -> Response:
+    async def _call(self, operation: str, args: dict, created: bool, view=None) -> Response:
         try:
-            result = self.management.call(operation, None, args)
+            result = self.management.call(operation, None, args, view=view)
             if isinstance(result, Deferred):
                 result = await _wait(result)
         except ManagementError as e:

@@ -39,12 +39,16 @@ def reload_with(broker, text: str, outcome: str = "configuration reloaded") -> d
     return [r for r in log_records(broker) if outcome in r["msg"]][-1]
 
 
-def metrics_text(broker) -> str:
-    """GET /metrics on the broker's HTTP listener (its `hermod http on` readiness line)."""
+def http_base(broker) -> str:
+    """The broker's HTTP listener, from its `hermod http on` readiness line."""
     import re
-    import urllib.request
-    base = next(m.group(1) for line in broker.stdout_lines
+    return next(m.group(1) for line in broker.stdout_lines
                 if (m := re.search(r"hermod http on (https?://\S+)", line)))
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as resp:
+
+
+def metrics_text(broker) -> str:
+    """GET /metrics on the broker's HTTP listener."""
+    import urllib.request
+    with urllib.request.urlopen(http_base(broker) + "/metrics", timeout=10) as resp:
         assert resp.status == 200
         return resp.read().decode()
