@@ -294,13 +294,17 @@ def cmd_replay(args) -> int:
     url = args.url or f"amqp://{host}:{cfg.server.port}"
     import store
     from sqlalchemy.exc import SQLAlchemyError
+    from .tools.progress import Progress
+    progress = Progress(f"replay {args.address}", True if args.progress else None)
     try:
         sent = replay(cfg.store.url, url, args.address, parse_time(args.from_time),
-                      parse_time(args.to_time), selector=args.filter, to_address=args.to_address)
+                      parse_time(args.to_time), selector=args.filter, to_address=args.to_address,
+                      on_sent=progress.update if progress.enabled else None)
     except ReplayError as e:
         raise CliError(str(e)) from None
     except (store.StoreError, SQLAlchemyError) as e:
         raise CliError(_store_error(cfg.store.url, e)) from None
+    progress.update(sent, final=True)
     print(f"replayed {sent} messages")
     return 0
 
@@ -408,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--config")
     rep.add_argument("--store", help="store URL (overrides the config file)")
     rep.add_argument("--url", help="the broker (default: the config's [server])")
+    rep.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
     rep.set_defaults(func=cmd_replay)
 
     ana = sub.add_parser("analyse", help="the analytics job on Spark")
