@@ -144,29 +144,28 @@ def test_notify_ready_watchdog_and_stopping(start_broker, tmp_path, abstract):
         manager.close()
 
 
-def test_no_watchdog_pings_without_watchdog_usec(start_broker, tmp_path):
+@pytest.fixture
+def notified(start_broker, tmp_path):
+    """A broker with NOTIFY_SOCKET (no watchdog) and the manager's socket, READY=1 read."""
     path = tmp_path / "notify.sock"
     manager = NotifySocket(str(path))
-    try:
-        b = start_broker(config="", env={"NOTIFY_SOCKET": str(path)})
-        assert manager.next().startswith("READY=1")
-        b.proc.send_signal(signal.SIGTERM)
-        assert manager.next() == "STOPPING=1"  # nothing in between: no WATCHDOG=1
-    finally:
-        manager.close()
+    b = start_broker(config="", env={"NOTIFY_SOCKET": str(path)})
+    assert manager.next().startswith("READY=1")
+    yield b, manager
+    manager.close()
 
 
-def test_sighup_tells_systemd_reloading_then_ready(start_broker, tmp_path):
-    path = tmp_path / "notify.sock"
-    manager = NotifySocket(str(path))
-    try:
-        b = start_broker(config="", env={"NOTIFY_SOCKET": str(path)})
-        assert manager.next().startswith("READY=1")
-        b.proc.send_signal(signal.SIGHUP)
-        assert manager.next() == "RELOADING=1"
-        assert manager.next() == "READY=1"
-    finally:
-        manager.close()
+def test_no_watchdog_pings_without_watchdog_usec(notified):
+    b, manager = notified
+    b.proc.send_signal(signal.SIGTERM)
+    assert manager.next() == "STOPPING=1"  # nothing in between: no WATCHDOG=1
+
+
+def test_sighup_tells_systemd_reloading_then_ready(notified):
+    b, manager = notified
+    b.proc.send_signal(signal.SIGHUP)
+    assert manager.next() == "RELOADING=1"
+    assert manager.next() == "READY=1"
 
 
 def test_systemd_unit_is_type_notify_with_watchdog_restart_and_hardening():
