@@ -45,6 +45,13 @@ def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = 
     return Message(encoded, envelope, address, None, message.container_id, message.arrival)
 
 
+def address_settings(config: Config, virtual_topics) -> SettingsRepository:
+    """The `[[address_settings]]` entries. Virtual topics are topics: a send to one with no
+    routing type is multicast; listed first, so any user entry at least as specific overrides."""
+    vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in virtual_topics]
+    return SettingsRepository(vt_settings + list(config.address_settings))
+
+
 class Broker:
     def __init__(self, config: Config, journal=None, defer: Callable | None = None,
                  call_at: Callable | None = None):
@@ -52,11 +59,8 @@ class Broker:
         self.container_id = f"hermod-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.journal = journal or MemoryJournal()
         self.virtual_topics = routing.virtual_topics(config)
-        # Virtual topics are topics: a send to one with no routing type is multicast. Listed
-        # first, so any user entry at least as specific overrides it.
-        vt_settings = [(vt.name, {"default_routing_type": MULTICAST}) for vt in self.virtual_topics]
         self.postoffice = PostOffice(
-            SettingsRepository(vt_settings + list(config.address_settings)), self.journal, defer=defer,
+            address_settings(config, self.virtual_topics), self.journal, defer=defer,
             annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at,
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
@@ -65,6 +69,7 @@ class Broker:
             self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
         self.auth = Authenticator(config.security)
         self.permissions = Permissions(config.security.get("permissions", ()))
+        self.forwarders: list = []  # the configured diverts and composites, as installed
         self.acting: Principal | None = None  # whose attach or send is being handled
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
@@ -79,8 +84,14 @@ class Broker:
         recovered = (self.journal.recover(window=window, max_bytes=budget) if window
                      else self.journal.recover())
         self.postoffice.recover(recovered, self.message_from_record, window)
+        self.create_configured(self.config)
+        self.forwarders = routing.install(self.postoffice, self.config, self.compile_filter)
+
+    def create_configured(self, config: Config) -> None:
+        """The `[[address]]` entries and their queues; ones that exist already are kept as
+        they are (start after recovery, and a configuration reload)."""
         po = self.postoffice
-        for a in self.config.addresses:
+        for a in config.addresses:
             po.create_address(a.name, set(a.routing))
             for q in a.queues:
                 if q.routing not in a.routing:
@@ -88,7 +99,6 @@ class Broker:
                 po.create_queue(q.name, a.name, q.routing, durable=q.durable, filter_text=q.filter,
                                 max_consumers=q.max_consumers, exclusive=q.exclusive,
                                 last_value_key=q.last_value_key or None)
-        routing.install(po, self.config, self.compile_filter)
 
     @staticmethod
     def message_from_record(record) -> Message:
@@ -135,24 +145,35 @@ class Broker:
             if previous is None:
                 self.postoffice.creation_guard = None
 
-    def authorize_http(self, user: str | None, password: str | None, permission: str) -> bool:
+    def authorize_http(self, user: str | None, password: str | None, permission: str) -> Principal | None:
         """HTTP Basic for the management API, metrics and console: the user must log in and
         hold `permission` (`manage`; for reads `browse` or `manage`) on some address. The API
-        is broker-wide, so a grant on any address admits; lists are not yet narrowed to what
-        the user may browse."""
+        is broker-wide, so a grant on any address admits; what lists show is then narrowed by
+        `management_view`. The logged-in principal, or None."""
         if user is None or password is None:
-            return False
+            return None
         principal = self.auth.plain(user, password)
         if principal is None:
             log.warning("HTTP login failed for user %s", user)
             self.audit("login-failed", user=user, via="http")
-            return False
+            return None
         wanted = ("browse", "manage") if permission == "browse" else (permission,)
         if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
-            return True
+            return principal
         log.warning("denied: user %s may not %s over HTTP", user, permission)
         self.audit("denied", user=user, operation=permission, via="http")
-        return False
+        return None
+
+    def management_view(self, principal: Principal | None) -> Callable[[str], bool] | None:
+        """Which addresses a management user sees in lists and may read: None (all of them) with
+        no permissions configured or for a user who may `manage` the management address itself
+        (the broker's administrators); otherwise those the user may `browse` or `manage`."""
+        if principal is None or not self.permissions.enabled:
+            return None
+        roles, allows = principal.roles, self.permissions.allows
+        if allows(roles, "manage", self.management_address):
+            return None
+        return lambda address: allows(roles, "browse", address) or allows(roles, "manage", address)
 
     def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
         """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,

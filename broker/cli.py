@@ -5,7 +5,6 @@ import argparse
 import asyncio
 import errno
 import gc
-import logging
 import os
 import sys
 import time
@@ -81,15 +80,16 @@ def _store_error(url: str, error: BaseException) -> str:
 def cmd_run(args) -> int:
     cfg = _load_config(args)
     os.umask(0o077)  # store, spool and audit files Hermod creates are its owner's only
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    return asyncio.run(_run(cfg, http_port=args.http_port))
+    from .logging_setup import configure
+    configure(args.log_level, args.log_format)
+    return asyncio.run(_run(cfg, http_port=args.http_port, load=lambda: _load_config(args)))
 
 
-async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
+async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) -> int:
     from .app import Broker
     from .protocol.server import Server, print_listener, print_ready
+    from .reload import install_signals
+    from .systemd import Notifier
 
     loop = asyncio.get_running_loop()
     journal = open_journal(cfg, loop.call_soon_threadsafe)
@@ -124,6 +124,8 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
         await server.stop()
         raise CliError(str(e)) from None
     server.install_signal_handlers()
+    notifier = Notifier()
+    install_signals(loop, broker, server, load or (lambda: config_mod.load(cfg.path)), notifier)
     from .retention import start_purger
     purger = start_purger(cfg)  # None unless some address retains messages in a database
     # Everything built at start lives for the whole run: keep it out of the collector's way,
@@ -135,7 +137,12 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:
     if http is not None:
         print_http_ready(http[1])
     print_ready(_shown_host(cfg.server.host, host), port, main.scheme)
-    await server.serve_until_stopped()
+    notifier.ready(loop, f"listening on {main.scheme}://{_shown_host(cfg.server.host, host)}:{port}")
+    try:
+        await server.serve_until_stopped()
+    finally:
+        notifier.stopping()
+        notifier.close()
     if http is not None:
         await http[0].stop()
     if purger is not None:
@@ -155,6 +162,22 @@ async def _listen(starting, listener) -> tuple[str, int]:
 
 def _shown_host(configured: str, bound: str) -> str:
     return configured if configured not in ("", "0.0.0.0", "::") else bound
+
+
+def cmd_systemd_unit(args) -> int:
+    from .systemd import unit_file
+    sys.stdout.write(unit_file(args.exec, args.config, args.user, args.watchdog_sec))
+    return 0
+
+
+def version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's."""
+    from importlib import metadata
+    try:
+        return metadata.version("hermod-broker")
+    except metadata.PackageNotFoundError:
+        from . import __version__
+        return __version__
 
 
 # -- db -------------------------------------------------------------------------------------------
@@ -271,13 +294,17 @@ def cmd_replay(args) -> int:
     url = args.url or f"amqp://{host}:{cfg.server.port}"
     import store
     from sqlalchemy.exc import SQLAlchemyError
+    from .tools.progress import Progress
+    progress = Progress(f"replay {args.address}", True if args.progress else None)
     try:
         sent = replay(cfg.store.url, url, args.address, parse_time(args.from_time),
-                      parse_time(args.to_time), selector=args.filter, to_address=args.to_address)
+                      parse_time(args.to_time), selector=args.filter, to_address=args.to_address,
+                      on_sent=progress.update if progress.enabled else None)
     except ReplayError as e:
         raise CliError(str(e)) from None
     except (store.StoreError, SQLAlchemyError) as e:
         raise CliError(_store_error(cfg.store.url, e)) from None
+    progress.update(sent, final=True)
     print(f"replayed {sent} messages")
     return 0
 
@@ -302,6 +329,7 @@ def cmd_import(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hermod", description="Hermod AMQP 1.0 message broker")
+    p.add_argument("--version", action="version", version=f"hermod {version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the broker in the foreground")
@@ -312,7 +340,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--http-port", type=int, help="HTTP management/metrics port (0: any free one, -1: none)")
     run.add_argument("--store", help=argparse.SUPPRESS)
     run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"))
+    run.add_argument("--log-format", choices=("auto", "json", "text"), default="auto",
+                     help="stderr logs: JSON lines or plain text (auto: JSON unless on a terminal)")
     run.set_defaults(func=cmd_run)
+
+    unit = sub.add_parser("systemd-unit", help="print a systemd unit file (Type=notify)")
+    unit.add_argument("--config", default="/etc/hermod/hermod.toml", help="the config file it runs with")
+    unit.add_argument("--user", default="hermod", help="the account it runs as")
+    unit.add_argument("--exec", help="the hermod executable (default: the one on PATH)")
+    unit.add_argument("--watchdog-sec", type=int, default=30, help="WatchdogSec")
+    unit.set_defaults(func=cmd_systemd_unit)
 
     db = sub.add_parser("db", help="store schema").add_subparsers(dest="db_command", required=True)
     up = db.add_parser("upgrade", help="apply the store's migrations")
@@ -380,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--config")
     rep.add_argument("--store", help="store URL (overrides the config file)")
     rep.add_argument("--url", help="the broker (default: the config's [server])")
+    rep.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
     rep.set_defaults(func=cmd_replay)
 
     ana = sub.add_parser("analyse", help="the analytics job on Spark")

@@ -47,19 +47,37 @@ def cmd_queue(args) -> int:
         _call(args, "queue.delete", name=args.name)
         return _out(args, {"deleted": args.name}, lambda v: [f"deleted queue {args.name}"])
     if op == "purge":
-        return _out(args, _call(args, "queue.purge", name=args.name, filter=args.filter),
+        return _out(args, _with_progress(args, "purge", "removed", lambda: _call(
+                        args, "queue.purge", name=args.name, filter=args.filter)),
                     lambda v: [f"removed {v['removed']} messages from {args.name}"])
     if op == "browse":
         return _out(args, _call(args, "queue.browse", name=args.name, limit=args.limit, filter=args.filter),
                     lambda rows: [f"{m['id']} {json.dumps(m['properties'])} {m['body'] if m['body_encoding'] == 'text' else m['body_encoding'] + ':' + json.dumps(m['body'])}"
                                   for m in rows])
     if op == "move":
-        return _out(args, _call(args, "queue.move", name=args.name, to=args.to, filter=args.filter),
+        return _out(args, _with_progress(args, "move", "moved", lambda: _call(
+                        args, "queue.move", name=args.name, to=args.to, filter=args.filter)),
                     lambda v: [f"moved {v['moved']} messages from {args.name} to {args.to}"])
     if op == "retry":
-        return _out(args, _call(args, "queue.retry", name=args.name),
+        return _out(args, _with_progress(args, "retry", "moved", lambda: _call(args, "queue.retry", name=args.name)),
                     lambda v: [f"moved {v['moved']} messages from {args.name} back to their addresses"])
     raise AssertionError(op)
+
+
+def _with_progress(args, verb: str, counted: str, work):
+    """Run a queue operation; with a progress line (a terminal, or --progress) the queue's depth
+    is read on a second connection while it runs: done = depth at the start - depth now."""
+    from .tools.progress import Progress, while_running
+    progress = Progress(f"{verb} {args.name}", True if args.progress else None)
+    if not progress.enabled:
+        return work()
+
+    def depth() -> int:
+        return _call(args, "queue.get", name=args.name)["messages"]
+    total = depth()
+    result = while_running(work, lambda: max(0, total - depth()), progress, total)
+    progress.update(result[counted], total, final=True)
+    return result
 
 
 def cmd_address(args) -> int:
@@ -122,6 +140,9 @@ def add_parsers(sub, queue, url_default: str) -> None:
     m.add_argument("name")
     m.add_argument("--to", required=True)
     m.add_argument("--filter")
+    for name in ("purge", "move", "retry"):
+        queue.choices[name].add_argument("--progress", action="store_true",
+                                         help="a progress line on stderr even when it is not a terminal")
     for name in ("create", "delete", "purge", "browse", "move", "retry"):
         queue.choices[name].set_defaults(func=cmd_queue)
 

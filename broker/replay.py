@@ -77,8 +77,9 @@ def retained(store_url: str, address: str, from_ms: int, to_ms: int,
 
 def replay(store_url: str, url: str, address: str, from_ms: int, to_ms: int,
            selector: str | None = None, to_address: str | None = None,
-           user: str | None = None, password: str | None = None) -> int:
-    """Re-send the matching retained messages; returns how many were sent (all accepted)."""
+           user: str | None = None, password: str | None = None, on_sent=None) -> int:
+    """Re-send the matching retained messages; returns how many were sent (all accepted).
+    `on_sent(n)`, when given, hears the running count (a progress line)."""
     from .spark.amqp_client import Publisher, PublishError
 
     accept = message_filter(selector)
@@ -97,6 +98,8 @@ def replay(store_url: str, url: str, address: str, from_ms: int, to_ms: int,
                     url, target, row.routing_type, user=user, password=password)
             publisher.send(encoded)
             sent += 1
+            if on_sent is not None:
+                on_sent(sent)
         for publisher in publishers.values():
             publisher.flush()
     except PublishError as error:

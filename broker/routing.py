@@ -55,9 +55,10 @@ def forwarders(config, compile_filter: Callable) -> list[Forwarder]:
     return out
 
 
-def install(po, config, compile_filter: Callable) -> list[Forwarder]:
-    """Bind the configured forwarders; a composite's own destination exists as its kind says."""
-    installed = forwarders(config, compile_filter)
+def install(po, config, compile_filter: Callable, built: list[Forwarder] | None = None) -> list[Forwarder]:
+    """Bind the configured forwarders (`built` by `forwarders()` already, when given); a
+    composite's own destination exists as its kind says."""
+    installed = built if built is not None else forwarders(config, compile_filter)
     for c in config.composites:
         keeps = not c["forward_only"] or c["send_when_not_matched"]
         if c["kind"] == "queue" and keeps:

@@ -21,6 +21,7 @@ from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
+from .latency import LatencyHistogram
 from .settings import AddressSettings, SettingsRepository
 from .wildcards import is_wildcard, matches
 
@@ -76,6 +77,7 @@ class PostOffice:
         self.creation_guard: Callable[[str, str], None] | None = None
         self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
         self.forwarders: list[Forwarder] = []
+        self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
 
@@ -150,6 +152,25 @@ class PostOffice:
         for address in list(self.addresses.values()):
             if not address.wildcard and (address.name == forwarder.source or matches(forwarder.source, address.name)):
                 self._bind_forwarder(forwarder, address)
+
+    def remove_forwarder(self, forwarder: Forwarder) -> None:
+        """Unbind a divert or composite from every address (a configuration reload)."""
+        if forwarder in self.forwarders:
+            self.forwarders.remove(forwarder)
+        for address in self.addresses.values():
+            if forwarder in address.forwarders:
+                address.forwarders.remove(forwarder)
+
+    def replace_settings(self, settings: SettingsRepository) -> None:
+        """New address settings (a configuration reload): every later lookup reads them, and
+        the figures an address keeps from its settings (size limit, paging, retention) follow."""
+        self.settings = settings
+        for address in self.addresses.values():
+            found = settings.for_address(address.name)
+            address.limit = found.max_size_bytes
+            address.pages = found.address_full_policy == "page"
+            address.retains = found.retention_days > 0 and self.journal.durable
+            self.retaining = self.retaining or address.retains
 
     @staticmethod
     def _bind_forwarder(forwarder: Forwarder, address: Address) -> None:

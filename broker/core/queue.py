@@ -577,6 +577,7 @@ class Queue:
         self.acked += 1
         self._forget(ref)
         po = self.postoffice
+        po.delivery_latency.observe_ms(po.clock.now_ms() - ref.message.arrival)
         ops = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
         if po.retaining:
             sent_to = po.addresses.get(ref.message.address)

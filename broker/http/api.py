@@ -31,15 +31,15 @@ def basic_credentials(request: Request) -> tuple[str | None, str | None]:
     return (user, password) if sep else (None, None)
 
 
-def allowed(broker, user: str | None, password: str | None, permission: str) -> bool:
-    """The security hook: allowed when [security] has no users, else whatever the broker's
-    `authorize_http` says (allowed when the broker has no such hook yet)."""
+def allowed(broker, user: str | None, password: str | None, permission: str):
+    """The security hook: True when [security] has no users, else whatever the broker's
+    `authorize_http` says (the logged-in principal, or None: refused)."""
     if not broker.config.security.get("users"):
         return True
     authorize = getattr(broker, "authorize_http", None)
     if authorize is None:
         return True
-    return bool(authorize(user, password, permission))
+    return authorize(user, password, permission)
 
 
 class Api:
@@ -66,43 +66,50 @@ class Api:
                 return Response.error(404, f"no such resource: {path}")
             operation, args, created = route
             permission = "browse" if operation in READ_OPERATIONS or operation == "metrics" else "manage"
-            refused = self._refused(request, permission)
+            refused, who = self._authorize(request, permission)
             if refused is not None:
                 return refused
             if operation == "metrics":
                 return Response(200, self.management.metrics_text().encode(), METRICS_CONTENT_TYPE)
+            view = self.broker.management_view(who) if who is not True else None
             if operation == "queue.list" and PAGE_ARGUMENTS & request.query.keys():
-                return self._queue_page(args)
-            return await self._call(operation, args, created)
+                return self._queue_page(args, view)
+            return await self._call(operation, args, created, view)
         return Response.error(404, f"no such resource: {path}")
+
+    def _authorize(self, request: Request, permission: str) -> tuple[Response | None, object]:
+        """(the 401/403 answer or None, who): `who` is the logged-in user, or True when no
+        credentials are needed (no `[security]` users)."""
+        user, password = basic_credentials(request)
+        try:
+            who = allowed(self.broker, user, password, permission)
+        except ManagementError as e:
+            return Response.error(e.status, str(e)), None
+        if who:
+            return None, who
+        if user is None:
+            return Response(401, b'{"error": "credentials required"}',
+                            headers={"WWW-Authenticate": 'Basic realm="hermod"'}), None
+        return Response.error(403, f"{user} may not {permission}"), None
 
     def _refused(self, request: Request, permission: str) -> Response | None:
         """The 401/403 answer when the request's credentials do not allow `permission`."""
-        user, password = basic_credentials(request)
-        try:
-            if allowed(self.broker, user, password, permission):
-                return None
-        except ManagementError as e:
-            return Response.error(e.status, str(e))
-        if user is None:
-            return Response(401, b'{"error": "credentials required"}',
-                            headers={"WWW-Authenticate": 'Basic realm="hermod"'})
-        return Response.error(403, f"{user} may not {permission}")
+        return self._authorize(request, permission)[0]
 
-    def _queue_page(self, args: dict) -> Response:
+    def _queue_page(self, args: dict, view=None) -> Response:
         """`GET /api/queues?search=&sort=&offset=&limit=`: still a list (the contract's shape),
         the number of matching queues in `X-Total-Count` (for the console's pager)."""
         try:
-            rows, total = self.management.queue_page(args)
+            rows, total = self.management.queue_page(dict(args, view=view) if view is not None else args)
         except ManagementError as e:
             return Response.error(e.status, str(e))
         response = Response.json(200, rows)
         response.headers["X-Total-Count"] = str(total)
         return response
 
-    async def _call(self, operation: str, args: dict, created: bool) -> Response:
+    async def _call(self, operation: str, args: dict, created: bool, view=None) -> Response:
         try:
-            result = self.management.call(operation, None, args)
+            result = self.management.call(operation, None, args, view=view)
             if isinstance(result, Deferred):
                 result = await _wait(result)
         except ManagementError as e:

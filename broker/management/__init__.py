@@ -14,10 +14,12 @@ from ..core import errors as core_errors
 from ..core import limits
 from ..core.message import ANYCAST, MULTICAST
 from . import messages
-from .errors import BadRequest, Conflict, ManagementError, NotFound
+from .errors import BadRequest, Conflict, Forbidden, ManagementError, NotFound
 from .explain import explain
 from .ports import ConnectionRegistry, Deferred, MessageCodec, NoConnections
 from .render import address_info, queue_info
+
+View = Callable[[str], bool]  # may the caller see this address?
 
 if TYPE_CHECKING:
     from ..app import Broker
@@ -69,11 +71,11 @@ class Management:
         return self.broker.postoffice
 
     # -- the statistics the AMQP endpoint always had (amqp-value answers) ----------------------------
-    def queue_stats(self, requester: str | None = None) -> list[dict]:
+    def queue_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:
         """A row per queue, leaving out `requester` (the temporary queue the reply goes to)."""
         rows = []
         for q in sorted(self.broker.postoffice.queues.values(), key=lambda q: (q.address.name, q.name)):
-            if q.name == requester:
+            if q.name == requester or (view is not None and not view(q.address.name)):
                 continue
             rows.append({"address": q.address.name, "queue": q.name, "routing_type": q.routing_type,
                          "durable": q.durable, "messages": q.message_count,
@@ -81,12 +83,13 @@ class Management:
                          "paged": max(q.paged, 0), "bytes_in_memory": q.size})
         return rows
 
-    def address_stats(self, requester: str | None = None) -> list[dict]:
+    def address_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:
         return [{"address": a.name, "routing_types": sorted(a.routing_types),
                  "queues": sorted(a.queues)} for a in sorted(self.broker.postoffice.addresses.values(),
-                                                             key=lambda a: a.name) if a.name != requester]
+                                                             key=lambda a: a.name)
+                if a.name != requester and (view is None or view(a.name))]
 
-    def store_stats(self, requester: str | None = None) -> dict:
+    def store_stats(self, requester: str | None = None, view: View | None = None) -> dict:
         """Group commit figures of the store's journal (empty for the in-memory store)."""
         stats = getattr(self.broker.journal, "stats", None)
         if stats is None:
@@ -115,22 +118,25 @@ class Management:
             "overview": self.overview,
         }
 
-    def call(self, operation: str, requester: str | None = None, args: dict | None = None):
+    def call(self, operation: str, requester: str | None = None, args: dict | None = None,
+             view: View | None = None):
+        """`view`: which addresses the caller may see (None: all; `Broker.management_view`)."""
         op = self.operations().get(operation)
         if op is not None:
-            return op(requester)
+            return op(requester, view)
         op = self.argument_operations().get(operation)
         if op is None:
             raise KeyError(f"unknown management operation {operation!r}")
-        args = dict(args or {}, requester=requester)
+        args = dict(args or {}, requester=requester, view=view)
         _check_names(args)
         return op(args)
 
     # -- addresses -------------------------------------------------------------------------------
     def address_list(self, args: dict) -> list[dict]:
         requester = args.get("requester")
+        view = args.get("view")
         return [address_info(a) for a in sorted(self.postoffice.addresses.values(), key=lambda a: a.name)
-                if a.name != requester and not a.temporary]
+                if a.name != requester and not a.temporary and (view is None or view(a.name))]
 
     def address_create(self, args: dict) -> dict:
         name = _arg(args, "name", required=True)
@@ -174,7 +180,9 @@ class Management:
         limit = _arg(args, "limit", int)
         if offset < 0 or (limit is not None and limit < 0):
             raise BadRequest("offset and limit must not be negative")
+        view = args.get("view")
         matched = [q for q in self.postoffice.queues.values() if q.name != requester and
+                   (view is None or view(q.address.name)) and
                    (not search or search in q.name.lower() or search in q.address.name.lower())]
         if sort == "messages":
             matched.sort(key=lambda q: (-q.message_count, q.name))
@@ -184,7 +192,15 @@ class Management:
         return [queue_info(q) for q in page], len(matched)
 
     def queue_get(self, args: dict) -> dict:
-        return queue_info(messages.find_queue(self.postoffice, args.get("name")))
+        return queue_info(self._readable_queue(args))
+
+    def _readable_queue(self, args: dict):
+        """The named queue, when the caller may see its address (else 403)."""
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        view = args.get("view")
+        if view is not None and not view(queue.address.name):
+            raise Forbidden(f"not allowed to browse address {queue.address.name}")
+        return queue
 
     def queue_create(self, args: dict) -> dict:
         name = _arg(args, "name", required=True)
@@ -211,7 +227,7 @@ class Management:
         return {"removed": messages.purge(self.postoffice, queue, match)}
 
     def queue_browse(self, args: dict) -> list[dict]:
-        queue = messages.find_queue(self.postoffice, args.get("name"))
+        queue = self._readable_queue(args)
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
         limit = _arg(args, "limit", int, default=messages.DEFAULT_PEEK)
         return messages.peek(self.postoffice, self._codec(), queue, limit, match)
@@ -241,10 +257,12 @@ class Management:
 
     # -- overview ------------------------------------------------------------------------------------
     def overview(self, args: dict) -> dict:
-        """The console's first page: totals, in one pass over the queues."""
-        queues = self.postoffice.queues.values()
+        """The console's first page: totals, in one pass over the queues (those the caller may see)."""
+        view = args.get("view")
+        queues = [q for q in self.postoffice.queues.values() if view is None or view(q.address.name)]
         return {"version": __version__, "node": self.broker.container_id,
-                "addresses": sum(1 for a in self.postoffice.addresses.values() if not a.temporary),
+                "addresses": sum(1 for a in self.postoffice.addresses.values()
+                                 if not a.temporary and (view is None or view(a.name))),
                 "queues": len(queues), "messages": sum(q.message_count for q in queues),
                 "consumers": sum(len(q.consumers) for q in queues),
                 "connections": self.connections.figures().get("connections", 0)}

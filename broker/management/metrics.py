@@ -74,7 +74,7 @@ def render(broker, connection_figures: dict) -> str:
     add(f'rabbitmq_build_info{{rabbitmq_version="{__version__}",product="hermod",'
         f'product_version="{__version__}"}} 1')
     conns = connection_figures.get("connections", 0)
-    limit = _memory_limit(broker)
+    limit = po.flow.memory_limit
     delivered = total_acked + total_delivering
     proto = '{protocol="amqp10"}'
     for name, kind, help_text, value in (
@@ -94,7 +94,7 @@ def render(broker, connection_figures: dict) -> str:
             ("rabbitmq_global_messages_acknowledged_total" + proto, "counter",
              "Messages acknowledged by consumers", total_acked),
             ("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes", _resident_bytes()),
-            ("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit (max_memory_mb)", limit or None),
+            ("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit for messages (max_memory_mb)", limit),
             ("rabbitmq_process_open_fds", "gauge", "Open file descriptors", _open_fds()),
             ("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit",
              resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
@@ -109,19 +109,31 @@ def render(broker, connection_figures: dict) -> str:
     family("artemis_connection_count", "gauge", "Connections currently open")
     add(f'artemis_connection_count{{broker="hermod"}} {conns}')
     family("hermod_connections", "gauge", "Connections currently open, per listener")
-    add(f'hermod_connections{{listener="{connection_figures.get("listener", "amqp")}"}} {conns}')
+    per_listener = connection_figures.get("per_listener") or {"main": conns}
+    out.extend(f'hermod_connections{{listener="{_label(name)}"}} {n}' for name, n in per_listener.items())
     family("hermod_messages", "gauge", "Messages on all queues")
     add(f"hermod_messages {total_messages}")
     family("hermod_memory_used_bytes", "gauge", "Bytes of messages held in memory")
     add(f"hermod_memory_used_bytes {po.memory_used}")
-    if limit:
-        family("hermod_memory_limit_bytes", "gauge", "Memory limit for messages")
-        add(f"hermod_memory_limit_bytes {limit}")
+    family("hermod_memory_limit_bytes", "gauge",
+           "Memory limit for messages (max_memory_mb; default a quarter of RAM)")
+    add(f"hermod_memory_limit_bytes {limit}")
+    _latency(family, add, po.delivery_latency)
     family("hermod_journal_depth", "gauge", "Sends handed to the store and not yet committed")
     add(f"hermod_journal_depth {getattr(po, '_unconfirmed', 0)}")
     _store(family, add, broker)
     add("")
     return "\n".join(out)
+
+
+def _latency(family, add, histogram) -> None:
+    name = "hermod_delivery_latency_seconds"
+    family(name, "histogram", "Time from a message's arrival to its acknowledgement by a consumer")
+    for bound, n in histogram.cumulative():
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        add(f'{name}_bucket{{le="{le}"}} {n}')
+    add(f"{name}_sum {histogram.sum_ms / 1000:.3f}")
+    add(f"{name}_count {histogram.count}")
 
 
 def _per_queue(family, add, rows, out: list) -> None:
@@ -173,8 +185,3 @@ def _store(family, add, broker) -> None:
     for name, kind, text, value in _STORE_METRICS:
         family(name, kind, text)
         add(f"{name} {value(s)}")
-
-
-def _memory_limit(broker) -> int:
-    mb = getattr(broker.config.server, "max_memory_mb", None)
-    return int(mb) * 1024 * 1024 if mb else 0

@@ -19,7 +19,8 @@ class ConnectionRegistry(Protocol):
         """Close it with amqp:connection:forced; False when there is no such connection."""
 
     def figures(self) -> dict:
-        """Counts for /metrics: `connections`, `sessions`, `publishers` (cheap: no link details)."""
+        """Counts for /metrics: `connections`, `sessions`, `publishers`, `per_listener` (name to
+        open connections) (cheap: no link details)."""
 
 
 class MessageCodec(Protocol):

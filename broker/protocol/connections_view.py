@@ -51,7 +51,12 @@ class ConnectionsView:
             while s != ffi.NULL:
                 sessions += 1
                 s = lib.pn_session_next(s, lib.PN_LOCAL_ACTIVE)
-        return {"connections": len(live), "sessions": sessions, "publishers": publishers}
+        per_listener = {name: 0 for name in self.server.listener_names()}
+        for c in live:
+            name = c.listener.name if c.listener is not None else "main"
+            per_listener[name] = per_listener.get(name, 0) + 1
+        return {"connections": len(live), "sessions": sessions, "publishers": publishers,
+                "per_listener": per_listener}
 
     def close_connection(self, connection_id: str) -> bool:
         for conn in self._live():

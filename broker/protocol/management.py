@@ -69,7 +69,8 @@ class ManagementEndpoint:
         self.broker.audit("management", user=principal.name if principal is not None else None,
                           operation=operation)
         try:
-            result = self.broker.management.call(operation, reply_to, request_arguments(request))
+            result = self.broker.management.call(operation, reply_to, request_arguments(request),
+                                                 view=self.broker.management_view(principal))
         except KeyError as e:
             return self._reply(reply_to, correlation, None, 400, str(e.args[0]))
         except ManagementError as e:

@@ -32,7 +32,7 @@ class Server:
         self._flush_scheduled = False
         self._listener: asyncio.base_events.Server | None = None
         self._extra_listeners: list = []
-        self.tls_context = None  # one SSLContext for every TLS listener, reloaded on SIGHUP
+        self.tls_context = None  # one SSLContext for every TLS listener, reloaded on SIGHUP (reload.py)
         self._stopping = asyncio.Event()
         self._scan = None
         self._out = ffi.new("char[]", 64 * 1024)
@@ -112,10 +112,9 @@ class Server:
             factory = lambda: Connection(self, listener)  # noqa: E731
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
 
-    def reload_certificates(self) -> None:
-        if self.tls_context is not None and self.broker.config.tls is not None:
-            from .tls import reload
-            reload(self.tls_context, self.broker.config.tls)
+    def listener_names(self) -> list[str]:
+        """Every listener the broker runs, by name ("main" is [server])."""
+        return ["main", *(l.name for l in self.broker.config.extra_listeners())]
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -123,8 +122,6 @@ class Server:
     def install_signal_handlers(self) -> None:
         """Before the readiness line: a SIGTERM right after it must still stop gracefully."""
         handlers = [(signal.SIGTERM, self.request_stop), (signal.SIGINT, self.request_stop)]
-        if self.tls_context is not None:
-            handlers.append((signal.SIGHUP, self.reload_certificates))
         for sig, handler in handlers:
             try:
                 self.loop.add_signal_handler(sig, handler)

@@ -89,6 +89,19 @@ def test_replay_to_the_same_address_keeps_the_multicast_routing_type(sqlite_stor
     conn.close()
 
 
+def test_replay_progress_line_on_stderr_with_progress(sqlite_store, start_broker):
+    b = start_broker(store=sqlite_store, config=RETENTION)
+    send_bodies(b.url, "pipe.p", ["a", "b", "c"])
+    window = ("--from", "2000-01-01T00:00:00", "--to", "2999-01-01T00:00:00", "--to-address", "pipe.q")
+    quiet = hermod("replay", "--store", sqlite_store, "--url", b.url, "--address", "pipe.p", *window)
+    assert quiet.stdout == "replayed 3 messages\n" and quiet.stderr == ""
+    shown = hermod("replay", "--store", sqlite_store, "--url", b.url, "--address", "pipe.p", *window,
+                   "--progress")
+    assert shown.stdout == "replayed 3 messages\n", shown.stderr
+    lines = shown.stderr.splitlines()
+    assert lines[0] == "replay pipe.p: 1 messages" and lines[-1] == "replay pipe.p: 3 messages"
+
+
 def test_replay_errors_are_one_line(sqlite_store, start_broker):
     b = start_broker(store=sqlite_store, config=RETENTION)
     send_bodies(b.url, "pipe.e", ["x"])

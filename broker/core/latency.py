@@ -1,0 +1,35 @@
+"""Delivery latency: how long messages wait from arriving at the broker to being acknowledged by a
+consumer, as a fixed-bucket histogram (Prometheus `le` buckets). Recording one is a bisect over
+a dozen bounds and one increment; the cumulative counts are summed only when read."""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+# Upper bounds in seconds: a millisecond to five minutes (a queue that backs up for longer is
+# better read from its depth).
+BOUNDS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+class LatencyHistogram:
+    __slots__ = ("_bounds_ms", "counts", "sum_ms", "count")
+
+    def __init__(self, bounds_s: tuple[float, ...] = BOUNDS_S):
+        self._bounds_ms = [b * 1000 for b in bounds_s]
+        self.counts = [0] * (len(bounds_s) + 1)  # the last one: above every bound (+Inf)
+        self.sum_ms = 0
+        self.count = 0
+
+    def observe_ms(self, ms: int) -> None:
+        if ms < 0:  # the clock stepped back since the message arrived
+            ms = 0
+        self.counts[bisect_left(self._bounds_ms, ms)] += 1
+        self.sum_ms += ms
+        self.count += 1
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound in seconds, messages at or under it); the last bound is +Inf."""
+        out, running = [], 0
+        for bound, n in zip([*(b / 1000 for b in self._bounds_ms), float("inf")], self.counts):
+            running += n
+            out.append((bound, running))
+        return out
