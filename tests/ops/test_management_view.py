@@ -76,3 +76,11 @@ def test_the_administrator_sees_everything(secured):
     names = {q["name"] for q in get(secured, "/api/queues", "root")[1]}
     assert {"team.orders", "payroll"} <= names
     assert get(secured, "/api/queues/payroll", "root")[0] == 200
+
+
+def test_the_console_page_and_the_overview_are_narrowed_too(secured):
+    status, page = get(secured, "/api/queues?search=r&limit=10", "ops")
+    assert status == 200 and [q["name"] for q in page] == ["team.orders"]
+    status, overview = get(secured, "/api/overview", "ops")
+    assert status == 200 and (overview["queues"], overview["addresses"]) == (1, 1)
+    assert get(secured, "/api/overview", "root")[1]["queues"] >= 2
