@@ -285,6 +285,8 @@ async def become_live(cfg, http_port: int | None, shown_host: Callable[[str, str
         def backup_lines(line: str) -> None:
             say(line)
             say(f"hermod backup listener on {main.scheme}://{shown_host(main.host, host)}:{port}")
+            if http is not None:
+                say(f"hermod http on {http[1]}")  # /health answers 503 until this one is live
 
         taking = asyncio.ensure_future(wait_as_backup(lease, announce, redirector, backup_lines))
         stop_wait = asyncio.ensure_future(stopping.wait())
