@@ -10,7 +10,6 @@ import threading
 import time
 
 import psycopg
-import pytest
 from proton import ConnectionException, Message
 from proton.utils import BlockingConnection, SendException
 
