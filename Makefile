@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps bench crash-storm floods clean console-deps console-screenshot
+.PHONY: check run test install system-deps java interop-deps bench crash-storm floods ha-bench clean console-deps console-screenshot
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -73,6 +73,11 @@ crash-storm: $(TEST_STAMP) system-deps
 
 floods: $(TEST_STAMP)
 	$(PY) benchmarks/floods.py
+
+# Issue 19: takeover times of shared-store HA (median and worst of 20 SIGKILLs of the live
+# broker), and with 1M messages in the store. Minutes; not in `make test`.
+ha-bench: $(TEST_STAMP) system-deps
+	$(PY) benchmarks/ha_takeover.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

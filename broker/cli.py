@@ -14,6 +14,7 @@ from pathlib import Path
 from . import config as config_mod
 
 EXIT_USAGE = 2
+log = logging.getLogger("hermod")
 
 
 class CliError(Exception):
@@ -53,7 +54,7 @@ def _file_sets_store_url(path: Path) -> bool:
         return False
 
 
-def open_journal(cfg: config_mod.Config, post):
+def open_journal(cfg: config_mod.Config, post, lease=None):
     """The store for `cfg` (upgraded to the current schema), or the in-memory journal."""
     url = cfg.store.url
     if url == "memory":
@@ -64,7 +65,7 @@ def open_journal(cfg: config_mod.Config, post):
         # HERMOD_STORE_GIVE_UP_S, when set, overrides `[store] give_up_s` (tests shorten it).
         give_up = None if os.environ.get("HERMOD_STORE_GIVE_UP_S") else cfg.store.give_up_s
         return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous,
-                                  fail_after_s=give_up)
+                                  fail_after_s=give_up, holder=cfg.ha.node, lease=lease)
     except store.StoreError as e:
         raise CliError(_store_error(url, e)) from None
 
@@ -92,7 +93,18 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
     from .systemd import Notifier
 
     loop = asyncio.get_running_loop()
-    journal = open_journal(cfg, loop.call_soon_threadsafe)
+    keeper = None  # [ha] shared-store: the lease this broker holds while it is live
+    if cfg.ha.shared_store:
+        became = await _wait_for_lease(cfg, http_port)
+        if became is None:
+            return 0  # stopped while a backup
+        cfg, http_port, keeper = became
+    try:
+        journal = open_journal(cfg, loop.call_soon_threadsafe, lease=keeper and keeper.lease)
+    except CliError:
+        if keeper is not None:
+            keeper.stop(resign=True)
+        raise
     def call_at(due_ms: int, fn):
         # Timers in wall-clock epoch ms (scheduled delivery times are), run by the loop.
         return loop.call_later(max(0.0, due_ms / 1000.0 - time.time()), fn)
@@ -132,12 +144,21 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
     # and collect young objects less often (messages are short-lived, cycles are rare).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    lost: list[str] = []
+    if keeper is not None:
+        def lease_lost(reason: str) -> None:
+            log.error("%s; this broker stops serving", reason)
+            lost.append(reason)
+            server.request_stop()
+        server.gate = keeper
+        keeper.watch(loop, lease_lost)
     for name, scheme, h, p in ready:
         print_listener(name, scheme, h, p)
     if http is not None:
         print_http_ready(http[1])
-    print_ready(_shown_host(cfg.server.host, host), port, main.scheme)
-    notifier.ready(loop, f"listening on {main.scheme}://{_shown_host(cfg.server.host, host)}:{port}")
+    if not lost:
+        print_ready(_shown_host(cfg.server.host, host), port, main.scheme)
+        notifier.ready(loop, f"listening on {main.scheme}://{_shown_host(cfg.server.host, host)}:{port}")
     try:
         await server.serve_until_stopped()
     finally:
@@ -147,7 +168,27 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         await http[0].stop()
     if purger is not None:
         purger.stop()
+    if keeper is not None:
+        keeper.stop(resign=not lost)
+    if lost:  # not a usage error: exit 1, so a supervisor starts it again (as a backup)
+        print(f"hermod: lost the store lease: {lost[0]}; stopped serving", file=sys.stderr)
+        return 1
     return 0
+
+
+async def _wait_for_lease(cfg: config_mod.Config, http_port: int | None):
+    """[ha] shared-store: serve as a backup until this broker holds the store lease."""
+    from . import ha
+    import store
+    try:
+        config_mod.check_ha(cfg)
+        return await ha.become_live(cfg, http_port, _shown_host)
+    except config_mod.ConfigError as e:
+        raise CliError(str(e)) from None
+    except store.StoreError as e:
+        raise CliError(_store_error(cfg.store.url, e)) from None
+    except OSError as e:
+        raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
 
 
 async def _listen(starting, listener) -> tuple[str, int]:

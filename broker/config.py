@@ -133,6 +133,21 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class HaConfig:
+    """`[ha]` (contract, "High availability and bridges"). `node` names this broker to others
+    (also when a second broker is refused the store lock); `announce` is how clients reach it,
+    by default its main listener."""
+    mode: str = "off"  # off | shared-store
+    node: str | None = None
+    lease_s: float = 5
+    announce: str | None = None
+
+    @property
+    def shared_store(self) -> bool:
+        return self.mode == "shared-store"
+
+
+@dataclass(frozen=True)
 class HttpConfig:
     """`[http]`: the management API and metrics listener. `port` None: not set in the file, so
     8161, or 0 when the AMQP port is 0 (`effective_port`); -1: no HTTP listener."""
@@ -169,6 +184,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     http: HttpConfig = field(default_factory=HttpConfig)
+    ha: HaConfig = field(default_factory=HaConfig)
     address_settings: tuple[tuple[str, dict], ...] = ()
     addresses: tuple[AddressConfig, ...] = ()
     diverts: tuple[dict, ...] = ()
@@ -208,6 +224,12 @@ _TLS = {"cert": _str, "key": _str, "ca": _str,
 _http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
                     "a port number 0-65535, or -1 for none")
 _HTTP = {"host": _str, "port": _http_port, "tls": _bool}
+_HA = {"mode": _check(lambda v: v in ("off", "shared-store"), 'one of "off", "shared-store"'),
+       "node": _check(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
+       "lease_s": _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1,
+                         "a number of seconds, at least 1"),
+       "announce": _check(lambda v: isinstance(v, str) and v.startswith(("amqp://", "amqps://")),
+                          "an amqp:// or amqps:// URL")}
 _STORE = {"url": _str, "sqlite_synchronous": _sync, "give_up_s": _above_zero}
 _SETTINGS_TYPES = {
     "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
@@ -327,6 +349,7 @@ _TOP = {
     "server": lambda p, v: _table(p, v, _SERVER),
     "store": lambda p, v: _table(p, v, _STORE),
     "http": lambda p, v: _table(p, v, _HTTP),
+    "ha": lambda p, v: _table(p, v, _HA),
     "address_settings": lambda p, v: _array(p, v, _address_settings),
     "address": lambda p, v: _array(p, v, _address),
     "divert": lambda p, v: _array(p, v, _divert),
@@ -360,10 +383,11 @@ def parse(data: dict, path: Path | None = None) -> Config:
                                                       for i, l in enumerate(listeners)]:
         if on and tls is None:
             raise ConfigError(f"{where}: TLS needs a [tls] table with cert and key")
-    return Config(
+    config = Config(
         server=ServerConfig(**t.get("server", {})),
         store=StoreConfig(**t.get("store", {})),
         http=HttpConfig(**t.get("http", {})),
+        ha=HaConfig(**t.get("ha", {})),
         address_settings=tuple(t.get("address_settings", ())),
         addresses=tuple(t.get("address", ())),
         diverts=tuple(t.get("divert", ())),
@@ -374,6 +398,22 @@ def parse(data: dict, path: Path | None = None) -> Config:
         listeners=listeners,
         tls=tls,
     )
+    if "url" in t.get("store", {}):
+        check_ha(config)
+    return config
+
+
+def check_ha(config: Config) -> None:
+    """Shared-store HA needs a named node and a PostgreSQL store (its lease lives on the
+    database's clock). Run on the file, and again once the command line set the store."""
+    ha = config.ha
+    if not ha.shared_store:
+        return
+    if ha.node is None:
+        raise ConfigError('ha.node: required with mode = "shared-store"')
+    if not config.store.url.strip().startswith("postgresql"):
+        raise ConfigError('ha.mode: "shared-store" needs a PostgreSQL store ([store] url = '
+                          f'"postgresql+psycopg://..."), not {config.store.url.split(":", 1)[0]}')
 
 
 def load(path: str | Path) -> Config:

@@ -26,11 +26,12 @@ from .errors import (
     UnknownQueue,
 )
 from .journal import MemoryJournal, SqlJournal
+from .lease import LeaseLost
 from .lock import StoreLocked, StoreLockLost
 from .stats import JournalStats
 
 __all__ = [
-    "JournalStats", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
+    "JournalStats", "LeaseLost", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
     "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreLocked", "StoreLockLost",
     "StoreUnavailable", "StoreUnreachable", "UnknownQueue", "open_journal", "schema",
 ]
@@ -41,7 +42,7 @@ DEFAULT_GIVE_UP_S = 30.0  # how long durable work waits for an unreachable store
 
 def open_journal(url: str, post: Callable[..., object] | None, *,
                  sqlite_synchronous: str = "FULL", fail_after_s: float | None = None,
-                 holder: str | None = None) -> SqlJournal | MemoryJournal:
+                 holder: str | None = None, lease=None) -> SqlJournal | MemoryJournal:
     """The journal for a store URL, its schema upgraded to head and checked.
 
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
@@ -50,7 +51,9 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     waits for an unreachable database before `done(StoreUnavailable)`; by default
     HERMOD_STORE_GIVE_UP_S, else 30 s. The journal holds the store's lock (`store.lock`) from
     before the schema upgrade until `close()`; `holder` is how it names this broker to another
-    one refused (default: host and process id).
+    one refused (default: host and process id). `lease` (a `store.lease.Lease`, PostgreSQL
+    only): this broker is the live one of a shared store; every commit checks it still holds
+    the lease (LeaseLost otherwise) and the store lock is held shared.
     Raises StoreError (one line) when the store is unreachable, corrupt, newer than this code,
     or locked by another broker (StoreLocked).
     """
@@ -64,7 +67,9 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
     lock = None
     try:
-        lock = acquire(engine, display_url(engine.url), holder)
+        lock = acquire(engine, display_url(engine.url), holder, shared=lease is not None)
+        if lease is not None:
+            lease.guard(engine)
         schema.upgrade(engine)
         schema.check(engine)
     except BaseException:
@@ -72,7 +77,8 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
             lock.release()
         engine.dispose()
         raise
-    return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock)
+    return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock,
+                      fence=lease.check if lease is not None else None)
 
 
 def _give_up_s() -> float:

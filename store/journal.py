@@ -36,6 +36,7 @@ from . import recovery
 from .apply import Applier
 from .engine import display_url
 from .errors import StoreClosed, StoreError, StoreUnavailable, StoreUnreachable, one_line
+from .lease import LeaseLost
 from .lock import StoreLock, StoreLockLost
 from .stats import JournalStats, StatsCounter
 
@@ -78,9 +79,13 @@ class SqlJournal:
     def __init__(self, engine: Engine, post: Post | None = None, *,
                  fail_after_s: float = 30.0, retry_initial_s: float = 0.05,
                  retry_max_s: float = 2.0, max_batch_ops: int = 20_000,
-                 lock: StoreLock | None = None) -> None:
+                 lock: StoreLock | None = None,
+                 fence: Callable[[Connection], None] | None = None) -> None:
         self._engine = engine
         self._lock = lock  # released by close()
+        # Called last in every commit transaction (store.lease.Lease.check): raises LeaseLost
+        # when this broker is no longer the live one, and nothing of the batch is committed.
+        self._fence = fence
         self._post = post
         self.fail_after_s = fail_after_s
         self._retry_initial_s = retry_initial_s
@@ -194,6 +199,9 @@ class SqlJournal:
             self._commit(batch, ops)
         except _Unreachable:
             raise
+        except LeaseLost as error:  # every unit would fail the same way: no replay
+            self._complete(work, len(batch), error)
+            return
         except Exception as error:
             if len(batch) == 1:
                 self._complete(work, 1, error)
@@ -219,6 +227,8 @@ class SqlJournal:
             connection = self._connect()
             with connection.begin():
                 self._applier.apply(connection, (unit.ops for unit in batch))
+                if self._fence is not None:
+                    self._fence(connection)
         except Exception as error:
             self._applier.rolled_back()
             self._raise_if_unreachable(error)

@@ -13,6 +13,10 @@ Both kinds of lock die with their holder, so a SIGKILLed broker never leaves a s
   and its lock are gone: the writer calls `ensure()` on every reconnection, which takes the lock
   again, and refuses to write (`StoreLockLost`, treated like an unreachable database) while
   another broker holds it.
+  Brokers of `[ha] mode = "shared-store"` hold the same advisory lock SHARED (a live broker and
+  one paused or cut off from its clients may hold it together; the lease in `store.lease`
+  decides which of them is live), so a broker without [ha] is refused while any of them runs,
+  and they are refused while it runs.
 """
 from __future__ import annotations
 
@@ -47,16 +51,18 @@ def default_holder() -> str:
     return f"{socket.gethostname()} pid {os.getpid()}"
 
 
-def acquire(engine: Engine, where: str, holder: str | None = None) -> "StoreLock | None":
+def acquire(engine: Engine, where: str, holder: str | None = None,
+            shared: bool = False) -> "StoreLock | None":
     """Take the store's lock for this process (None: an in-memory SQLite database, which no
-    other process can share). Raises StoreLocked naming the holder."""
+    other process can share). Raises StoreLocked naming the holder. `shared`: PostgreSQL only,
+    for shared-store brokers (see the module docstring)."""
     holder = holder or default_holder()
     if engine.dialect.name == "sqlite":
         database = engine.url.database or ""
         if database in ("", ":memory:") or database.startswith("file:"):
             return None
         return _FileLock(Path(database + ".lock"), where, holder)
-    return _AdvisoryLock(engine, where, holder)
+    return _AdvisoryLock(engine, where, holder, shared)
 
 
 class StoreLock:
@@ -97,8 +103,9 @@ class _FileLock(StoreLock):
 
 
 class _AdvisoryLock(StoreLock):
-    def __init__(self, engine: Engine, where: str, holder: str) -> None:
+    def __init__(self, engine: Engine, where: str, holder: str, shared: bool = False) -> None:
         self._engine = engine
+        self._suffix = "_shared" if shared else ""
         self._where = where
         self._application = (_APPLICATION_PREFIX + holder)[:_PG_NAME_MAX]
         self._connection = None
@@ -121,7 +128,7 @@ class _AdvisoryLock(StoreLock):
     def _take(self) -> None:
         connection = self._connect()
         try:
-            got = connection.execute("SELECT pg_try_advisory_lock(%s, %s)", _PG_KEYS).fetchone()[0]
+            got = connection.execute(f"SELECT pg_try_advisory_lock{self._suffix}(%s, %s)", _PG_KEYS).fetchone()[0]
             if got:
                 self._connection = connection
                 return
@@ -178,7 +185,7 @@ class _AdvisoryLock(StoreLock):
             try:
                 # Unlocked before this returns: the server ends a closed session's backend
                 # (and its locks) a moment after the client has gone.
-                self._connection.execute("SELECT pg_advisory_unlock(%s, %s)", _PG_KEYS)
+                self._connection.execute(f"SELECT pg_advisory_unlock{self._suffix}(%s, %s)", _PG_KEYS)
             except Exception:  # the session is gone already, and its lock with it
                 pass
         self._drop()

@@ -17,6 +17,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -169,7 +170,33 @@ class DuplicateIdRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger, index=True)
 
 
+class HaLeaseRow(Base):
+    """The one row of `[ha] mode = "shared-store"`: who is live, until when on the database's
+    clock, and how clients reach it (store.lease)."""
+
+    __tablename__ = "ha_lease"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    holder: Mapped[str | None] = mapped_column(String)  # one broker process: node and a token
+    node: Mapped[str | None] = mapped_column(String)
+    epoch: Mapped[int] = mapped_column(BigInteger)  # one more at every takeover
+    expires_at: Mapped[Any] = mapped_column(DateTime(timezone=True))
+    announce: Mapped[str | None] = mapped_column(String)  # amqp://host:port
+
+
+class HaBackupRow(Base):
+    """A backup waiting for the lease, and how clients reach it once it is live."""
+
+    __tablename__ = "ha_backups"
+
+    node: Mapped[str] = mapped_column(String, primary_key=True)
+    announce: Mapped[str] = mapped_column(String)
+    seen_at: Mapped[Any] = mapped_column(DateTime(timezone=True))
+
+
 addresses = AddressRow.__table__
+ha_lease = HaLeaseRow.__table__
+ha_backups = HaBackupRow.__table__
 retained_messages = RetainedMessageRow.__table__
 acknowledgements = AcknowledgementRow.__table__
 dead_letters = DeadLetterRow.__table__

@@ -21,15 +21,17 @@ def _tls_context(cfg):
     return context
 
 
-async def start_http(broker, cfg, http_port: int | None = None) -> tuple[HttpServer, str] | None:
-    """The listener and its URL, or None when the port is -1."""
+async def start_http(broker, cfg, http_port: int | None = None,
+                     handler=None) -> tuple[HttpServer, str] | None:
+    """The listener and its URL, or None when the port is -1. `handler`: instead of the API
+    (a shared-store backup answers 503 to everything)."""
     port = http_port if http_port is not None else cfg.http.effective_port(cfg.server.port)
     if port == -1:
         return None
     if not 0 <= port <= 65535:
         raise HttpStartError(f"HTTP port {port}: expected 0-65535, or -1 for none")
     context = _tls_context(cfg) if cfg.http.tls else None
-    server = HttpServer(Api(broker))
+    server = HttpServer(handler or Api(broker))
     host = cfg.http.host
     try:
         bound_host, bound_port = await server.start(host, port, ssl=context)

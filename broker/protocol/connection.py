@@ -343,13 +343,20 @@ class Connection:
         cproton.pn_connection_set_container(c, self.broker.container_id)
         obj2dat(SymbolList([symbol("ANONYMOUS-RELAY"), symbol("DELAYED_DELIVERY"), symbol("SHARED-SUBS")]),
                 lib.pn_connection_offered_capabilities(c))
-        obj2dat(PropertyDict({symbol("product"): "hermod", symbol("version"): __version__}),
-                lib.pn_connection_properties(c))
+        gate = self.server.gate
+        properties = {symbol("product"): "hermod", symbol("version"): __version__}
+        if gate is not None:
+            properties.update(gate.open_properties())  # failover-server-list on a live broker
+        obj2dat(PropertyDict(properties), lib.pn_connection_properties(c))
         lib.pn_connection_open(c)
         if self.refused:
             self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED,
                              f"too many connections (max_connections "
                              f"{self.broker.config.server.max_connections})")
+            return
+        refusal = gate.refusal() if gate is not None else None
+        if refusal is not None:  # a backup's redirect, or a live broker that lost its lease
+            self._close_with(*refusal)
             return
         remote_idle_ms = lib.pn_transport_get_remote_idle_timeout(self.transport)
         if remote_idle_ms:
@@ -454,9 +461,11 @@ class Connection:
             handler = self.links.pop(link)
             handler.on_detach(closed=False, session_end=session_end)
 
-    def _close_with(self, name: str, description: str) -> None:
+    def _close_with(self, name: str, description: str, info=None) -> None:
         cond = lib.pn_connection_condition(self.conn)
         set_condition(cond, name, description)
+        if info is not None:
+            obj2dat(info, lib.pn_condition_info(cond))
         if lib.pn_connection_state(self.conn) & lib.PN_LOCAL_ACTIVE:
             lib.pn_connection_close(self.conn)
         self.server.mark(self)

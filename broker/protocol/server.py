@@ -33,6 +33,9 @@ class Server:
         self._listener: asyncio.base_events.Server | None = None
         self._extra_listeners: list = []
         self.tls_context = None  # one SSLContext for every TLS listener, reloaded on SIGHUP (reload.py)
+        # [ha] shared-store (broker.ha): what a connection's open may say or be refused with;
+        # None without HA.
+        self.gate = None
         self._stopping = asyncio.Event()
         self._scan = None
         self._out = ffi.new("char[]", 64 * 1024)

@@ -1,0 +1,50 @@
+"""Fixtures for the shared-store HA tests: one private PostgreSQL cluster on loopback for the
+module, a fresh database per test, and brokers that are all killed at the end."""
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
+
+from pgcluster import PgCluster, find_bindir  # noqa: E402
+
+from ha_testing import HaNode  # noqa: E402
+
+_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def ha_cluster():
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    with PgCluster(durable=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ha_db(ha_cluster):
+    """(cluster, database name, store URL) of a fresh database."""
+    name = f"hermod_ha_{next(_numbers)}"
+    url = ha_cluster.create_database(name)
+    yield ha_cluster, name, url
+    ha_cluster.drop_database(name)
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    """`nodes(name, store_url, **ha)`: a shared-store broker process (not yet waited on)."""
+    started: list[HaNode] = []
+
+    def start(node: str, store_url: str, **kwargs) -> HaNode:
+        process = HaNode(node, store_url, tmp_path, **kwargs).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
