@@ -5,6 +5,7 @@ import argparse
 import asyncio
 import errno
 import gc
+import logging
 import os
 import sys
 import time
