@@ -310,8 +310,6 @@ def _security(path: str, value: Any) -> dict:
 def _listener(path: str, value: Any) -> dict:
     t = _table(path, value, _LISTENER)
     _required(path, t, "name")
-    if t.get("websocket"):
-        raise ConfigError(f"{path}.websocket: AMQP over WebSocket is not implemented yet")
     return t
 
 
