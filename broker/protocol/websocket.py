@@ -14,7 +14,11 @@ Bounds, each of which closes that connection only, with one log line:
   deadline (the idle timeout, as for the AMQP open);
 - a WebSocket frame: at most the listener's max_frame_size plus FRAME_SLACK payload bytes (a
   client may put a few AMQP frames in one WebSocket frame, never megabytes on a 512-byte
-  listener). Payload is handed on as it arrives, so even an allowed frame is never buffered whole;
+  listener), judged on the frame's header before any of its payload is read (`FrameLimit`).
+  Payload is handed on as it arrives, so even an allowed frame is never buffered whole, and a
+  message (a run of continuation frames) may be as long as the AMQP stream it carries;
+- bytes that cannot start an HTTP request (plain AMQP or TLS on a ws:// port) are refused at once
+  rather than waited on;
 - text frames, unmasked client frames and other framing faults close with the WebSocket status
   the RFC gives them (1003, 1002).
 """
@@ -26,9 +30,10 @@ from typing import TYPE_CHECKING
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
+from wsproto.extensions import Extension
 from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Message, Ping, RejectConnection,
                             RejectData, Request, TextMessage)
-from wsproto.frame_protocol import CloseReason
+from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
 from .connection import Connection
@@ -43,6 +48,32 @@ MAX_UPGRADE_HEAD = 16 * 1024
 FRAME_SLACK = 64 * 1024
 CLOSE_REPLY_WAIT_S = 5.0  # after our close frame, how long the client has to answer with its own
 _REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
+_METHOD_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DATA_OPCODES = (Opcode.BINARY, Opcode.TEXT, Opcode.CONTINUATION)
+
+
+class FrameLimit(Extension):
+    """Refuses a data frame whose header announces more than `limit` payload bytes, before any
+    of it is read. wsproto's extension hook sees every frame header; this "extension" is never
+    offered or negotiated (no client names it), only switched on for the frame decoder."""
+
+    name = "x-hermod-frame-limit"
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.refused: int | None = None  # the announced length of the frame it refused
+
+    def enabled(self) -> bool:
+        return True
+
+    def offer(self) -> bool:
+        return False
+
+    def frame_inbound_header(self, proto, opcode, rsv, payload_length):
+        if opcode in _DATA_OPCODES and payload_length > self.limit:
+            self.refused = payload_length
+            return CloseReason.MESSAGE_TOO_BIG
+        return RsvBits(False, False, False)
 
 
 class WebSocketChannel:
@@ -93,8 +124,8 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.conn: Connection | None = None
         self.peer = "?"
         self.head_bytes = 0  # received before the upgrade completed
-        self.frame_bytes = 0  # payload of the WebSocket frame being received, so far
-        self.max_frame = listener.max_frame_size + FRAME_SLACK
+        self.method_open = True  # still reading the request line's method
+        self.frame_limit = FrameLimit(listener.max_frame_size + FRAME_SLACK)
         self.closing = False
         self._deadline = None
 
@@ -113,6 +144,9 @@ class WebSocketAcceptor(asyncio.Protocol):
             self.head_bytes += len(data)
             if self.head_bytes > MAX_UPGRADE_HEAD:
                 self._refuse(431, f"upgrade request head over {MAX_UPGRADE_HEAD} bytes")
+                return
+            if self.method_open and not self._method_plausible(data):
+                self._refuse(400, f"not an HTTP request (starts {bytes(data[:8])!r})")
                 return
         try:
             self.ws.receive_data(data)
@@ -160,11 +194,23 @@ class WebSocketAcceptor(asyncio.Protocol):
             self._refuse(400, f"upgrade offers no subprotocol {SUBPROTOCOL!r} (offered: {offered})")
             return
         self._cancel_deadline()  # the AMQP connection's own handshake deadline takes over
-        self._write(self.ws.send(AcceptConnection(subprotocol=SUBPROTOCOL)))
+        self._write(self.ws.send(AcceptConnection(subprotocol=SUBPROTOCOL, extensions=[self.frame_limit])))
         log.debug("websocket upgrade from %s on listener %s, path %s", self.peer, self.listener.name,
                   request.target)
         self.conn = Connection(self.server, self.listener)
         self.conn.connection_made(WebSocketChannel(self))
+
+    def _method_plausible(self, data: bytes) -> bool:
+        """The head starts with an HTTP method (capital letters) and a space: anything else (an
+        AMQP or TLS header) will never become an upgrade, so it is refused now, not at the
+        deadline."""
+        for byte in data:
+            if byte == 0x20:
+                self.method_open = False
+                return True
+            if byte not in _METHOD_CHARS:
+                return False
+        return True
 
     def _refuse(self, status: int, why: str) -> None:
         """Answer a failed upgrade with an HTTP error and close."""
@@ -198,14 +244,6 @@ class WebSocketAcceptor(asyncio.Protocol):
 
     # -- frames ---------------------------------------------------------------------------------
     def _on_binary(self, event: BytesMessage) -> None:
-        self.frame_bytes += len(event.data)
-        if self.frame_bytes > self.max_frame:
-            self._fail(CloseReason.MESSAGE_TOO_BIG,
-                       f"frame over {self.max_frame} bytes (max_frame_size {self.listener.max_frame_size} "
-                       f"plus {FRAME_SLACK})")
-            return
-        if event.frame_finished:
-            self.frame_bytes = 0
         if event.data:
             self.conn.data_received(bytes(event.data))
 
@@ -215,9 +253,14 @@ class WebSocketAcceptor(asyncio.Protocol):
 
     def _on_close(self, event: CloseConnection) -> None:
         if self.ws.state is ConnectionState.OPEN:
-            # wsproto reports a framing fault (an unmasked frame, a bad opcode) as a close
-            # event without the client having sent one.
-            self._fail(event.code, event.reason or "framing error")
+            # wsproto reports a framing fault (an unmasked frame, a bad opcode, a frame over
+            # FrameLimit) as a close event without the client having sent one.
+            limit = self.frame_limit
+            if limit.refused is not None:
+                self._fail(event.code, f"frame of {limit.refused} bytes over {limit.limit} (max_frame_size "
+                                       f"{self.listener.max_frame_size} plus {FRAME_SLACK})")
+            else:
+                self._fail(event.code, event.reason or "framing error")
             return
         self._cancel_deadline()
         if self.ws.state is ConnectionState.REMOTE_CLOSING:

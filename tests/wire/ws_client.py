@@ -7,6 +7,7 @@ Proton engine run over WebSocket unchanged. `raw` is the socket underneath, for 
 """
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 
@@ -14,6 +15,9 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.utilities import LocalProtocolError
 from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Message, Ping, RejectConnection,
                             RejectData, Request, TextMessage)
+
+
+MESSAGE_CHUNK = 16 * 1024
 
 
 class WsRefused(Exception):
@@ -89,7 +93,11 @@ class WsSocket:
         self.raw.settimeout(t)
 
     def sendall(self, data: bytes) -> None:
-        self.raw.sendall(self.ws.send(Message(data=bytes(data))))
+        """One binary message per MESSAGE_CHUNK bytes: a Proton engine hands over all its
+        pending output at once, which on a 512-byte listener would be a frame far over its bound."""
+        data = bytes(data)
+        for at in range(0, len(data), MESSAGE_CHUNK):
+            self.raw.sendall(self.ws.send(Message(data=data[at:at + MESSAGE_CHUNK])))
 
     def recv(self, n: int) -> bytes:
         while not self.pending:
@@ -112,3 +120,52 @@ class WsSocket:
         except (OSError, LocalProtocolError):  # the peer went first: closing anyway
             pass
         self.raw.close()
+
+
+BINARY, TEXT, CONTINUATION, CLOSE, PING = 0x2, 0x1, 0x0, 0x8, 0x9
+
+
+def ws_frame(opcode: int, payload: bytes, masked: bool = True, fin: bool = True, length: int | None = None) -> bytes:
+    """One WebSocket frame built by hand, for what a well-behaved library never sends (an
+    unmasked client frame, a header announcing `length` bytes with fewer behind it)."""
+    n = len(payload) if length is None else length
+    head = bytes([(0x80 if fin else 0) | opcode])
+    mask_bit = 0x80 if masked else 0
+    if n < 126:
+        head += bytes([mask_bit | n])
+    elif n < 65536:
+        head += bytes([mask_bit | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([mask_bit | 127]) + n.to_bytes(8, "big")
+    if not masked:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def read_close(raw: socket.socket, timeout: float = 10) -> tuple[int | None, bytes]:
+    """Read a server's frames until its close frame: (close code, binary payload before it).
+    (None, ...) when the socket ended without one."""
+    raw.settimeout(timeout)
+    buf, data = b"", b""
+    while True:
+        while len(buf) >= 2:
+            opcode, n, at = buf[0] & 0x0F, buf[1] & 0x7F, 2
+            if n == 126:
+                if len(buf) < 4:
+                    break
+                n, at = int.from_bytes(buf[2:4], "big"), 4
+            elif n == 127:
+                if len(buf) < 10:
+                    break
+                n, at = int.from_bytes(buf[2:10], "big"), 10
+            if len(buf) < at + n:
+                break
+            payload, buf = buf[at:at + n], buf[at + n:]
+            if opcode == CLOSE:
+                return (int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005), data
+            data += payload
+        chunk = raw.recv(65536)
+        if not chunk:
+            return None, data
+        buf += chunk
