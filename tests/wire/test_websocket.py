@@ -323,3 +323,28 @@ def test_upgrade_head_over_16_kib_is_refused(web):
     assert logged(web, "upgrade request head over 16384 bytes")
     sock.close()
     assert_still_serves(web)
+
+
+def test_heartbeats_flow_over_websocket(start_broker):
+    """A client that advertises an idle timeout gets empty frames from the broker inside it,
+    carried in binary WebSocket messages like every other byte."""
+    b = start_broker(config=ws_listener())
+    sock = WsSocket.connect(address_of(listener_url(b)))
+    client = EngineClient(sock)
+    client.transport.idle_timeout = 1.0
+    client.pump(lambda: client.conn.state & proton.Endpoint.REMOTE_ACTIVE)
+    before = client.transport.frames_input
+    client.pump(lambda: client.transport.frames_input >= before + 2, timeout=3)
+    sock.close()
+
+
+def test_graceful_stop_closes_websocket_clients_with_amqp_and_websocket_close(start_broker):
+    b = start_broker(config=ws_listener())
+    sock = WsSocket.connect(address_of(listener_url(b)))
+    client = round_trip(sock, "q.stop", "before stop")
+    assert b.stop() == 0
+    client.pump(lambda: client.conn.state & proton.Endpoint.REMOTE_CLOSED)
+    assert client.conn.remote_condition.name == "amqp:connection:forced"
+    wait_for(lambda: sock.recv(65536) == b"", message="end of stream")
+    assert sock.closed_by_peer is not None and sock.closed_by_peer.code == 1000
+    sock.raw.close()
