@@ -37,6 +37,9 @@ _bool = _check(lambda v: isinstance(v, bool), "true or false")
 _int = _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
 _port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 65535, "a port number 0-65535")
 _positive = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer")
+# AMQP's MIN-MAX-FRAME-SIZE: Proton would quietly advertise 512 for anything smaller.
+_frame_size = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 512,
+                     "a frame size of at least 512 bytes")
 _number = _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a non-negative number")
 _routing = _check(lambda v: v in ROUTING_TYPES, "one of anycast, multicast")
 _routing_list = _check(lambda v: isinstance(v, list) and v and all(x in ROUTING_TYPES for x in v),
@@ -214,10 +217,10 @@ _SERVER_LIMITS = {"max_connections": _positive, "max_sessions_per_connection": _
                   "max_links_per_connection": _positive, "max_memory_mb": _positive,
                   "expiry_scan_ms": _above_zero, "transaction_timeout_s": _number}
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
-           "idle_timeout_s": _number, "max_frame_size": _positive, "max_message_size": _positive,
+           "idle_timeout_s": _number, "max_frame_size": _frame_size, "max_message_size": _positive,
            "tls": _bool, **_SERVER_LIMITS}
 _LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
-             "max_frame_size": _positive, "mechanisms": _mechanisms}
+             "max_frame_size": _frame_size, "mechanisms": _mechanisms}
 _TLS = {"cert": _str, "key": _str, "ca": _str,
         "client_certificates": _check(lambda v: v in ("none", "optional", "required"),
                                       "one of none, optional, required")}
@@ -332,8 +335,6 @@ def _security(path: str, value: Any) -> dict:
 def _listener(path: str, value: Any) -> dict:
     t = _table(path, value, _LISTENER)
     _required(path, t, "name")
-    if t.get("websocket"):
-        raise ConfigError(f"{path}.websocket: AMQP over WebSocket is not implemented yet")
     return t
 
 

@@ -107,12 +107,17 @@ class Server:
         return sock[0], sock[1]
 
     async def _listen(self, host: str, port: int, listener):
+        if listener is not None and listener.websocket:
+            from .websocket import websocket_factory
+            make = websocket_factory(self, listener)  # AMQP inside WebSocket (inside TLS: wss)
+        else:
+            make = lambda: Connection(self, listener)  # noqa: E731
         if listener is not None and listener.tls:
             from .tls import TlsAcceptor
-            ctx, name = self.tls_context, listener.name
-            factory = lambda: TlsAcceptor(self.loop, ctx, name, lambda: Connection(self, listener))  # noqa: E731
+            ctx, name, inner = self.tls_context, listener.name, make
+            factory = lambda: TlsAcceptor(self.loop, ctx, name, inner)  # noqa: E731
         else:
-            factory = lambda: Connection(self, listener)  # noqa: E731
+            factory = make
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
 
     def listener_names(self) -> list[str]:
