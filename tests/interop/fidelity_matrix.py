@@ -50,6 +50,8 @@ CLIENTS = [
     FidelityClient("py037", "pyproton37", ("/usr/bin/python3", str(INTEROP / "fidelity" / "pyclient.py")),
                    "spec", True),
     FidelityClient("protonc", "protonc", (str(INTEROP / "protonc" / "build" / "protonc-fidelity"),), "input", True),
+    FidelityClient("protoncpp", "protoncpp", (str(INTEROP / "protoncpp" / "build" / "protoncpp-fidelity"),),
+                   "input", False),
 ]
 
 
@@ -141,7 +143,22 @@ def _by_case(messages: list[bytes]) -> dict[int, bytes]:
 
 
 def bare_sections(sections: list) -> list:
-    return [s for s in sections if s[0] in canon.BARE_SECTIONS]
+    """The bare message's sections with the properties composite normalised: trailing null fields
+    dropped and an all-null properties section left out, which AMQP defines as the same thing
+    (Proton C++ always writes an empty properties section)."""
+    out = []
+    for code, value in sections:
+        if code not in canon.BARE_SECTIONS:
+            continue
+        if code == 0x73 and "list" in value:
+            fields = list(value["list"])
+            while fields and fields[-1] == {"null": None}:
+                fields.pop()
+            if not fields:
+                continue
+            value = {"list": fields}
+        out.append([code, value])
+    return out
 
 
 def header_fields(sections: list) -> list | None:

@@ -19,8 +19,17 @@ from hermod_testing import BrokerProcess
 
 import canon
 
-# (client name, role "send"/"receive", case id glob) -> reason; each proven against the client itself
-KNOWN_LIMITATIONS: dict[tuple[str, str, str], str] = {}
+# (client name, role "send"/"receive", case id glob) -> reason. Each is the client's own: the same
+# case fails from the client to itself, and the broker's bytes are checked by the raw receivers.
+_CPP_ONE_BODY = ("proton::message holds one body value: of several data / amqp-sequence sections "
+                 "only the last is kept")
+_CPP_NULL_BODY = "proton::message does not encode a null amqp-value body (it writes no body section)"
+KNOWN_LIMITATIONS: dict[tuple[str, str, str], str] = {
+    **{("protoncpp", role, case): _CPP_ONE_BODY for role in ("send", "receive")
+       for case in ("data.three", "sequence.three")},
+    **{("protoncpp", role, case): _CPP_NULL_BODY for role in ("send", "receive")
+       for case in ("value.null.0", "properties.sparse")},
+}
 
 CASE_IDS = [cid for cid, _ in CASES]
 CASE_BY_ID = dict(CASES)
