@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs and builds the interop clients; idempotent, and quick when everything is in place.
 #
-#   bash interop/setup.sh [rhea] [protonc]      (no argument: both; "jms" is an alias of rhea)
+#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp]   (no argument: all; "jms" is an alias of rhea)
 #
 # rhea:    node + npm (apt-get install nodejs npm when missing), then `npm ci` into
 #          interop/rhea/node_modules when it is missing or was installed from another package-lock.json.
 # protonc: gcc, make and Debian's Proton C dev package (libqpid-proton<N>-dev) via
 #          apt-get when missing, then `make -C interop/protonc` (builds into interop/protonc/build).
+# pyproton37: Debian's python3-qpid-proton (0.37) for /usr/bin/python3.
+# protoncpp: g++ and Debian's libqpid-proton-cpp12-dev, then `make -C interop/protoncpp`.
 #
 # For each component one line on stdout:
 #   interop-setup: <component> ready
@@ -114,14 +116,47 @@ setup_protonc() {
     fi
 }
 
+# Debian's Python 3 with its own Proton (0.37 on bookworm): run as /usr/bin/python3, outside the venv.
+setup_pyproton37() {
+    if ! /usr/bin/python3 -c 'import proton' >/dev/null 2>&1 && ! apt_install python3-qpid-proton; then
+        unavailable pyproton37 "apt-get install python3-qpid-proton failed: $(last_log_line)"
+        return
+    fi
+    if /usr/bin/python3 -c 'import proton, sys; sys.exit(proton.VERSION[:2] != (0, 37))' >/dev/null 2>&1; then
+        ready pyproton37
+    else
+        failed pyproton37 "/usr/bin/python3's proton is not 0.37: $(/usr/bin/python3 -c 'import proton; print(proton.VERSION)' 2>&1)"
+    fi
+}
+
+# Proton C++ (Debian's libqpid-proton-cpp12-dev) and g++; the fidelity client is compiled into
+# interop/protoncpp/build.
+setup_protoncpp() {
+    local missing=()
+    command -v g++ >/dev/null 2>&1 || missing+=(g++)
+    command -v make >/dev/null 2>&1 || missing+=(make)
+    echo '#include <proton/container.hpp>' | g++ -E -x c++ - >/dev/null 2>&1 || missing+=(libqpid-proton-cpp12-dev)
+    if [ "${#missing[@]}" -gt 0 ] && ! apt_install "${missing[@]}"; then
+        unavailable protoncpp "apt-get install ${missing[*]} failed: $(last_log_line)"
+        return
+    fi
+    if make -s -C "$HERE/protoncpp" >"$LOG" 2>&1; then
+        ready protoncpp
+    else
+        failed protoncpp "make -C interop/protoncpp: $(last_log_line)"
+    fi
+}
+
 components=("$@")
-[ "${#components[@]}" -eq 0 ] && components=(rhea protonc)
+[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp)
 done_rhea=0
 for c in "${components[@]}"; do
     case "$c" in
         rhea|jms) [ "$done_rhea" = 1 ] || setup_rhea; done_rhea=1 ;;
         protonc) setup_protonc ;;
-        *) echo "usage: $0 [rhea] [protonc] [jms]" >&2; exit 64 ;;
+        pyproton37) setup_pyproton37 ;;
+        protoncpp) setup_protoncpp ;;
+        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp]" >&2; exit 64 ;;
     esac
 done
 exit "$FAILED"
