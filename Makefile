@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps bench crash-storm floods ha-bench clean console-deps console-screenshot
+.PHONY: check run test install system-deps java interop-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(TEST_STAMP)
+
+DIST_STAMP := $(VENV)/.installed-dist
+$(DIST_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[dist,postgresql]'
+	touch $(DIST_STAMP)
 
 install: $(STAMP)
 
@@ -56,7 +61,7 @@ interop-deps:
 
 # Static checks: lint, and the layering rules of style.md as import-linter contracts (pyproject.toml).
 check: $(TEST_STAMP)
-	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline
+	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline hermod packaging
 	$(VENV)/bin/lint-imports
 
 test: $(TEST_STAMP) check system-deps java interop-deps console-deps
@@ -79,5 +84,16 @@ floods: $(TEST_STAMP)
 ha-bench: $(TEST_STAMP) system-deps
 	$(PY) benchmarks/ha_takeover.py
 
+# dist/hermod: one executable file (PyInstaller one-file; see packaging/hermod.spec and README).
+dist: $(DIST_STAMP)
+	cd packaging && ../$(VENV)/bin/pyinstaller --noconfirm --clean --log-level WARN \
+		--distpath ../dist --workpath ../build/pyinstaller hermod.spec
+	@ls -l dist/hermod
+
+# Runs the wheel (clean venv) and dist/hermod (env -i, no Python on PATH) as a user would, and
+# prints their footprint side by side (dist/footprint.json). `.ci/run` calls it after `make test`.
+dist-check: dist
+	$(PY) packaging/dist_check.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

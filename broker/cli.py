@@ -61,7 +61,7 @@ def open_journal(cfg: config_mod.Config, post, lease=None):
     if url == "memory":
         from .core.postoffice import MemoryJournal
         return MemoryJournal()
-    import store
+    from hermod import store
     try:
         # HERMOD_STORE_GIVE_UP_S, when set, overrides `[store] give_up_s` (tests shorten it).
         give_up = None if os.environ.get("HERMOD_STORE_GIVE_UP_S") else cfg.store.give_up_s
@@ -73,7 +73,7 @@ def open_journal(cfg: config_mod.Config, post, lease=None):
 
 def _store_error(url: str, error: BaseException) -> str:
     """One line about the store, never showing its password."""
-    from store.engine import display_url
+    from hermod.store.engine import display_url
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     shown = display_url(url)
     return text if shown in text else f"store {shown}: {text}"
@@ -180,7 +180,7 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
 async def _wait_for_lease(cfg: config_mod.Config, http_port: int | None):
     """[ha] shared-store: serve as a backup until this broker holds the store lease."""
     from . import ha
-    import store
+    from hermod import store
     try:
         config_mod.check_ha(cfg)
         return await ha.become_live(cfg, http_port, _shown_host)
@@ -232,8 +232,8 @@ def cmd_db_upgrade(args) -> int:
     if url == "memory":
         print("store is 'memory': nothing to upgrade")
         return 0
-    import store
-    from store.engine import display_url
+    from hermod import store
+    from hermod.store.engine import display_url
     try:
         store.schema.upgrade(url)
     except store.StoreError as e:
@@ -334,7 +334,7 @@ def cmd_replay(args) -> int:
         raise CliError("replay needs a database store (--store URL or [store] url in --config)")
     host = cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
     url = args.url or f"amqp://{host}:{cfg.server.port}"
-    import store
+    from hermod import store
     from sqlalchemy.exc import SQLAlchemyError
     from .tools.progress import Progress
     progress = Progress(f"replay {args.address}", True if args.progress else None)
@@ -351,8 +351,15 @@ def cmd_replay(args) -> int:
     return 0
 
 
+SPARK_OUTSIDE_THE_FILE = ("hermod analyse runs on Apache Spark, which the one-file build does not include "
+                          "(Spark needs a Java runtime anyway): install the Python package with "
+                          "`pipx install 'hermod-broker[spark]'` and run its `hermod analyse`")
+
+
 def cmd_analyse(args) -> int:
-    from pipeline.analyse import AnalyseError, run
+    if getattr(sys, "frozen", False):  # the PyInstaller one-file build (make dist)
+        raise CliError(SPARK_OUTSIDE_THE_FILE)
+    from hermod.pipeline.analyse import AnalyseError, run
     try:
         run(args)
     except AnalyseError as e:
@@ -463,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_replay)
 
     ana = sub.add_parser("analyse", help="the analytics job on Spark")
-    from pipeline.analyse import add_arguments as add_analyse_arguments
+    from hermod.pipeline.analyse import add_arguments as add_analyse_arguments
     add_analyse_arguments(ana)
     ana.set_defaults(func=cmd_analyse)
 

@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 
 from proton._data import PropertyDict, int32, symbol
 
-from store.errors import StoreError
-from store.lease import Lease, LiveNode
+from hermod.store.errors import StoreError
+from hermod.store.lease import Lease, LiveNode
 
 from .protocol import conditions
 
@@ -247,9 +247,9 @@ async def become_live(cfg, http_port: int | None, shown_host: Callable[[str, str
     cannot be bound."""
     from dataclasses import replace
 
-    from store import schema
-    from store.engine import display_url, make_engine
-    from store.lock import acquire
+    from hermod.store import schema
+    from hermod.store.engine import display_url, make_engine
+    from hermod.store.lock import acquire
 
     from .app import Broker
     from .http.listener import start_http

@@ -48,7 +48,7 @@ class HaNode:
         self._changed = threading.Condition()
 
     def start(self) -> "HaNode":
-        args = [sys.executable, "-m", "broker", "run", "--config", str(self.config),
+        args = [sys.executable, "-m", "hermod.broker", "run", "--config", str(self.config),
                 "--http-port", "0" if self.http else "-1"]
         self.proc = subprocess.Popen(args, cwd=self.cwd, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,

@@ -54,7 +54,7 @@ def test_a_broker_without_ha_is_refused_a_shared_store_naming_the_node(ha_db, no
     _, _, url = ha_db
     nodes("node-a", url).wait_ready()
 
-    refused = subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0",
+    refused = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0",
                               "--http-port", "-1", "--store", url],
                              cwd=tmp_path, capture_output=True, text=True, timeout=30)
 

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from broker import config
+from hermod.broker import config
 
 
 def run(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
     path = tmp_path / "hermod.toml"
     path.write_text(text)
-    return subprocess.run([sys.executable, "-m", "broker", "run", "--config", str(path),
+    return subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--config", str(path),
                            "--port", "0", "--http-port", "-1", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
 

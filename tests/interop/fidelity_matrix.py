@@ -20,9 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
-from interop_clients import INTEROP, ROOT, setup_component
+from interop_clients import INTEROP, setup_component
 
 sys.path.insert(0, str(INTEROP / "fidelity"))
 import canon  # noqa: E402

@@ -15,7 +15,7 @@ from interop_clients import RHEA, Tool, node, setup_component
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 from certs import make_all  # noqa: E402
 
-from broker.security.passwords import hash_password  # noqa: E402
+from hermod.broker.security.passwords import hash_password  # noqa: E402
 
 ALICE_PW = "rhea-ws-pw"
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.security.passwords import hash_password
+from hermod.broker.security.passwords import hash_password
 from ops_support import http_base
 
 PW = {"ops": "ops-secret", "root": "root-secret"}

@@ -16,7 +16,7 @@ COUNT = 300
 
 
 def hermod(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 
 

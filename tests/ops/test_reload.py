@@ -8,8 +8,8 @@ import pytest
 from proton import Message
 from proton.utils import BlockingConnection, LinkDetached
 
-from broker.security.passwords import hash_password
-from broker.tools.clients import management_call
+from hermod.broker.security.passwords import hash_password
+from hermod.broker.tools.clients import management_call
 from ops_support import count_logged, logged, reload_with
 
 NO_AUTO_CREATE = """

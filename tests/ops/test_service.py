@@ -23,7 +23,7 @@ BAD_TOML = "[[address]\n"
 
 
 def hermod(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, **kw)
 
 
@@ -61,7 +61,7 @@ def _stderr_on_a_terminal(tmp_path, *extra: str) -> tuple[subprocess.Popen, int]
     cfg = tmp_path / "hermod.toml"
     cfg.write_text("")
     main_fd, child_fd = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--store", "memory",
+    proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", "memory",
                              "--config", str(cfg), "--http-port", "-1", *extra], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=child_fd, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     os.close(child_fd)

@@ -169,7 +169,7 @@ def test_max_frame_size_below_amqp_minimum_is_refused_at_start(tmp_path, config,
     import subprocess
     import sys
     (tmp_path / "bad.toml").write_text(config)
-    r = subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--http-port", "-1", "--store",
+    r = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--http-port", "-1", "--store",
                         "memory", "--config", str(tmp_path / "bad.toml")], capture_output=True, text=True,
                        timeout=60, cwd=tmp_path)
     assert r.returncode == 2

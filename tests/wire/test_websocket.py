@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 from certs import make_all  # noqa: E402
 from security_clients import AMQP_HEADER, SASL_HEADER, EngineClient, FrameReader, mechanisms, sasl_login  # noqa: E402
 
-from broker.security.passwords import hash_password  # noqa: E402
+from hermod.broker.security.passwords import hash_password  # noqa: E402
 
 ALICE_PW = "ws-alice-pw"
 USERS = (f'[[security.user]]\nname = "alice"\npassword_hash = "{hash_password(ALICE_PW, iterations=64)}"\n'

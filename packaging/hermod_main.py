@@ -1,0 +1,4 @@
+"""Entry script of the one-file build: the `hermod` command line."""
+from hermod.broker.cli import main
+
+raise SystemExit(main())
