@@ -15,7 +15,8 @@ from .perfclient import STAMP_SIZE, Client, Consumer, PerfError, Producer, encod
 class Flow:
     """What one run moves: one producer per target, one consumer per (source, selector), `count`
     messages in all (split over the producers), each of which makes `fanout` deliveries (1 for a
-    queue however many consumers share it; N for N subscribers of a topic; K + 1 for K diverts)."""
+    queue however many consumers share it; N for N subscribers of a topic; K + 1 for K diverts).
+    No sources: fill (done when every send is settled); no targets: drain `count` already there."""
     targets: list
     sources: list
     count: int
@@ -80,7 +81,7 @@ def run_flow(url_host: str, url_port: int, flow: Flow, *, mode: str, size: int,
                                       stamp=size >= STAMP_SIZE, name=f"hermod-perf-sender-{i}"))
         client.wait_for(lambda: all(p.opened and lib.pn_link_credit(p.link) > 0 for p in producers), deadline,
                         "the producers' attach and credit")
-        result.expected = expected = (flow.count + warmup * n) * flow.fanout
+        result.expected = expected = (flow.count + warmup * n) * flow.fanout if flow.sources else 0
         cpu0 = cpu() if cpu else None
         own0 = _own_cpu()
         start = time.perf_counter()
@@ -97,10 +98,16 @@ def run_flow(url_host: str, url_port: int, flow: Flow, *, mode: str, size: int,
             if progress:
                 progress(received(), expected, sum(p.sent for p in producers), time.perf_counter() - start)
 
+        def unfinished() -> bool:
+            if flow.sources:
+                return received() < expected
+            # Nobody receives (filling a backlog): done when every send has its outcome.
+            return any(p.acked + p.rejected < p.count for p in producers)
+
         if mode == "latency":
             _paced(turn, received, producers, flow.fanout, expected, rate)
         else:
-            while received() < expected:
+            while unfinished():
                 can_send = False
                 for p in producers:
                     if p.sent < p.count:
