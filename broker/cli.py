@@ -84,7 +84,22 @@ def cmd_run(args) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    return asyncio.run(_run(cfg, http_port=args.http_port))
+    with asyncio.Runner(loop_factory=_loop_factory(cfg.server.event_loop)) as runner:
+        return runner.run(_run(cfg, http_port=args.http_port))
+
+
+def _loop_factory(choice: str):
+    """`[server] event_loop`: None (asyncio's own loop), or uvloop's (`pip install hermod[perf]`)."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise CliError('[server] event_loop = "uvloop" but uvloop is not installed '
+                           "(pip install 'hermod[perf]')") from None
+        return None
+    return uvloop.new_event_loop
 
 
 async def _run(cfg: config_mod.Config, http_port: int | None = None) -> int:

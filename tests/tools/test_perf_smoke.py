@@ -94,3 +94,41 @@ def test_every_curve_runs_in_quick_mode(tmp_path):
     assert curves["idle_conns"]["points"][1]["rss_kib_per_conn"] > 0
     assert "| consumers |" in open(written["markdown"]).read()
     assert len(written["charts"]) == 7 and all(open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" for p in written["charts"])
+
+
+# -- [server] event_loop (the uvloop trial) -------------------------------------------------------
+
+
+def run_with_config(tmp_path, config: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    (tmp_path / "loop.toml").write_text(config)
+    return subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--store", "memory",
+                           "--config", str(tmp_path / "loop.toml")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+def test_unknown_event_loop_is_one_config_line(tmp_path):
+    proc = run_with_config(tmp_path, '[server]\nevent_loop = "trio"\n')
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "event_loop" in lines[0] and "asyncio, uvloop, auto" in lines[0], proc.stderr
+
+
+def test_uvloop_asked_for_but_missing_is_one_line(tmp_path):
+    import os
+    # A directory that shadows uvloop with a module that fails to import: "not installed".
+    shadow = tmp_path / "shadow"
+    (shadow / "uvloop").mkdir(parents=True)
+    (shadow / "uvloop" / "__init__.py").write_text("raise ImportError('no uvloop here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow), str(ROOT)]))
+    proc = run_with_config(tmp_path, '[server]\nevent_loop = "uvloop"\n', env=env)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "uvloop is not installed" in lines[0], proc.stderr
+
+
+def test_broker_on_uvloop_moves_messages(start_broker):
+    pytest.importorskip("uvloop")
+    b = start_broker(config='[server]\nevent_loop = "uvloop"\n')
+    proc, s = perf_json("--url", b.url, "--scenario", "t4", "--count", "300")
+    assert proc.returncode == 0, proc.stderr
+    assert s["received"] == 1200
