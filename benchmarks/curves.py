@@ -259,16 +259,17 @@ def charts(curves: list[dict], out: Path, stamp: str) -> list[Path]:
     for c in curves:
         fig, ax = plt.subplots(figsize=(7, 4))
         ax2 = ax.twinx()
-        for series in dict.fromkeys(p["series"] for p in c["points"]):
+        for i, series in enumerate(dict.fromkeys(p["series"] for p in c["points"])):
             pts = [p for p in c["points"] if p["series"] == series]
             xs = [p["x"] for p in pts]
-            label = series or "msg/s"
-            ax.plot(xs, [p["msg_per_s"] for p in pts], marker="o", label=f"{label} msg/s" if series else label)
+            ax.plot(xs, [p["msg_per_s"] for p in pts], marker="o", color=f"C{i}",
+                    label=f"{series} msg/s" if series else "msg/s")
             ax2.plot(xs, [p.get("cpu_us_per_msg", float("nan")) for p in pts], marker="x", linestyle="--",
-                     label=f"{series} CPU µs/msg" if series else "CPU µs/msg")
-        xs = [p["x"] for p in c["points"]]
-        if min(xs) >= 0 and max(xs) > 100 * max(1, min(x for x in xs if x > 0) if any(xs) else 1):
-            ax.set_xscale("symlog", linthresh=1)
+                     color=f"C{i}", label=f"{series} CPU µs/msg" if series else "CPU µs/msg")
+        positive = [p["x"] for p in c["points"] if p["x"] > 0]
+        if positive and (max(positive) >= 100 * min(positive) or (len(positive) < len(c["points"])
+                                                                  and max(positive) >= 100)):
+            ax.set_xscale("symlog", linthresh=1)  # the points span decades
         ax.set_xlabel(c["x_label"])
         ax.set_ylabel("msg/s")
         ax2.set_ylabel("broker CPU µs per message")
