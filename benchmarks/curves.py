@@ -41,6 +41,14 @@ RESULTS = HERE / "results"
 LINKS_PER_CONNECTION = 250  # under the broker's max_links_per_connection (1024)
 
 
+def hold_timeout(n: int) -> float:
+    """How long a Holder may take to open `n` connections or subscriptions: generous, because a
+    broker whose attach cost grows with what is there (see the curve's `open_s_per_1k`) is slow
+    here, and that is what the curve is for."""
+    return 60 + n / 20
+
+
+
 class Curve:
     """The points of one curve, as they are measured."""
 
@@ -84,51 +92,48 @@ def _warm(broker: HermodProc) -> None:
         raise RuntimeError(f"warm-up: {res.error}")
 
 
-def consumers(quick: bool, store: str) -> dict:
-    curve = Curve("consumers", "consumers", quick)
-    count = 2000 if quick else 100000
-    with HermodProc(store=store) as b:
+def _sweep(name: str, x_label: str, quick: bool, store: str, xs: list, make, config: str = "") -> dict:
+    """A curve whose points are plain runs on one broker: `make(x)` gives (flow, body size)."""
+    curve = Curve(name, x_label, quick)
+    with HermodProc(config=config, store=store) as b:
         _warm(b)
-        for n in ([1, 4] if quick else [1, 2, 5, 10, 20, 50, 100]):
-            flow = scenario_flow("q1", f"curve.consumers{n}", 1, n, 0, count)
-            curve.add(n, _run(b, flow), flow)
+        for x in xs:
+            flow, size = make(x)
+            curve.add(x, _run(b, flow, size=size), flow)
     return curve.as_dict()
+
+
+def consumers(quick: bool, store: str) -> dict:
+    count = 2000 if quick else 100000
+    return _sweep("consumers", "consumers", quick, store, [1, 4] if quick else [1, 2, 5, 10, 20, 50, 100],
+                  lambda n: (scenario_flow("q1", f"curve.consumers{n}", 1, n, 0, count), 1024))
 
 
 def queues(quick: bool, store: str) -> dict:
-    curve = Curve("queues", "queues", quick)
     count = 2000 if quick else 100000
-    with HermodProc(store=store) as b:
-        _warm(b)
-        for n in ([1, 10] if quick else [1, 10, 100, 1000]):
-            names = [f"curve.q{n}.{i}" for i in range(n)]
-            flow = Flow(names, [(a, None) for a in names], max(count, n), links_per_connection=LINKS_PER_CONNECTION)
-            curve.add(n, _run(b, flow), flow)
-    return curve.as_dict()
+
+    def flow(n: int):
+        names = [f"curve.q{n}.{i}" for i in range(n)]
+        return Flow(names, [(a, None) for a in names], max(count, n), links_per_connection=LINKS_PER_CONNECTION), 1024
+    return _sweep("queues", "queues", quick, store, [1, 10] if quick else [1, 10, 100, 1000], flow)
 
 
 def body_size(quick: bool, store: str) -> dict:
-    curve = Curve("body_size", "body bytes", quick)
     budget = 2_000_000 if quick else 200_000_000
-    with HermodProc(store=store) as b:
-        _warm(b)
-        for size in ([1, 1024, 65536] if quick else [1, 100, 1024, 10240, 102400, 1048576]):
-            count = max(50 if quick else 200, min(2000 if quick else 100000, budget // max(size, 1)))
-            flow = scenario_flow("q1", f"curve.size{size}", 1, 1, 0, count)
-            curve.add(size, _run(b, flow, size=size), flow)
-    return curve.as_dict()
+
+    def flow(size: int):
+        count = max(50 if quick else 200, min(2000 if quick else 100000, budget // max(size, 1)))
+        return scenario_flow("q1", f"curve.size{size}", 1, 1, 0, count), size
+    return _sweep("body_size", "body bytes", quick, store,
+                  [1, 1024, 65536] if quick else [1, 100, 1024, 10240, 102400, 1048576], flow)
 
 
 def diverts(quick: bool, store: str) -> dict:
-    curve = Curve("diverts", "diverts", quick)
     count = 1000 if quick else 30000
     ks = [0, 2] if quick else [0, 1, 2, 5, 10]
-    with HermodProc(config="".join(divert_config(f"curve.fan{k}", k) for k in ks), store=store) as b:
-        _warm(b)
-        for k in ks:
-            flow = scenario_flow("fanout", f"curve.fan{k}", 1, 1, k, count)
-            curve.add(k, _run(b, flow), flow)
-    return curve.as_dict()
+    return _sweep("diverts", "diverts", quick, store, ks,
+                  lambda k: (scenario_flow("fanout", f"curve.fan{k}", 1, 1, k, count), 1024),
+                  config="".join(divert_config(f"curve.fan{k}", k) for k in ks))
 
 
 class Holder:
@@ -138,10 +143,16 @@ class Holder:
     def __init__(self, broker: HermodProc, what: str, n: int, tag: str):
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--hold", what, str(n),
                                       str(broker.port), tag], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        wait_for_line(self.proc, r"^holding", 60 + n / 500)
+        try:
+            m = wait_for_line(self.proc, r"^holding \d+ after ([\d.]+) s", hold_timeout(n))
+        except BaseException:
+            self.stop()
+            raise
+        self.open_s = float(m.group(1))  # how long the broker took to accept them all
 
     def stop(self) -> None:
-        self.proc.terminate()
+        if self.proc.poll() is None:
+            self.proc.terminate()
         self.proc.wait(30)
 
 
@@ -150,7 +161,8 @@ def _hold(what: str, n: int, port: int, tag: str) -> int:
     from broker.tools.perfclient import Client, Consumer
 
     client = Client("127.0.0.1", port)
-    deadline = time.monotonic() + 60 + n / 500
+    start = time.monotonic()
+    deadline = start + hold_timeout(n)
     if what == "conns":
         from cproton_ffi import lib
         eps = [client.connect(f"idle{i}") for i in range(n)]
@@ -164,7 +176,7 @@ def _hold(what: str, n: int, port: int, tag: str) -> int:
             address = f"topic://curve.other.{tag}.{i}" if i % 2 == 0 else f"topic://curve.w{tag}.{i}.#"
             subs.append(Consumer(ep, address, 0, False, name=f"idle-sub-{i}"))
         client.wait_for(lambda: all(c.opened for c in subs), deadline, "the idle subscriptions' attach")
-    print("holding", n, flush=True)
+    print(f"holding {n} after {time.monotonic() - start:.2f} s", flush=True)
     while not client.errors():
         client.turn(1.0)
     print(client.errors(), flush=True)
@@ -179,11 +191,13 @@ def subscriptions(quick: bool, store: str) -> dict:
         try:
             _warm(b)
             for n in ([0, 100] if quick else [0, 100, 1000, 10000, 100000]):
+                extra = {}
                 if n > held:
                     holders.append(Holder(b, "subs", n - held, str(len(holders))))
+                    extra["open_s_per_1k"] = round(holders[-1].open_s * 1000 / (n - held), 3)
                     held = n
                 flow = scenario_flow("t4", "curve.sub.topic", 1, 1, 0, count)
-                curve.add(n, _run(b, flow), flow)
+                curve.add(n, _run(b, flow), flow, **extra)
         finally:
             for h in holders:
                 h.stop()
@@ -215,11 +229,13 @@ def idle_conns(quick: bool, store: str) -> dict:
             _warm(b)
             base_rss = perfrun.rss_probe([b.pid])()
             for n in ([0, 200] if quick else [0, 1000, 10000]):
+                extra = {}
                 if n > held:
                     holders.append(Holder(b, "conns", n - held, str(len(holders))))
+                    extra["open_s_per_1k"] = round(holders[-1].open_s * 1000 / (n - held), 3)
                     held = n
                 rss_now = perfrun.rss_probe([b.pid])()
-                extra = {"rss_idle_mib": round(rss_now / 2**20, 1)}
+                extra["rss_idle_mib"] = round(rss_now / 2**20, 1)
                 if n:
                     extra["rss_kib_per_conn"] = round((rss_now - base_rss) / 1024 / n, 1)
                 flow = scenario_flow("q1", f"curve.idle{n}", 1, 1, 0, count)
@@ -240,7 +256,7 @@ def markdown(curves: list[dict]) -> str:
                   f"| {c['x_label']} | series | msg/s | deliveries/s | CPU µs/msg | CPU µs/delivery | RSS MiB | other | load |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for p in c["points"]:
-            other = ", ".join(f"{k}={p[k]}" for k in ("rss_kib_per_conn", "rss_idle_mib") if k in p)
+            other = ", ".join(f"{k}={p[k]}" for k in ("rss_kib_per_conn", "rss_idle_mib", "open_s_per_1k") if k in p)
             lines.append(f"| {p['x']:,} | {p['series']} | {p['msg_per_s']:,.0f} | {p['deliveries_per_s']:,.0f} | "
                          f"{p.get('cpu_us_per_msg', '')} | {p.get('cpu_us_per_delivery', '')} | "
                          f"{p.get('rss_mib', '')} | {other} | {p['load']} |")

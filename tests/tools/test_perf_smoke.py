@@ -92,6 +92,8 @@ def test_every_curve_runs_in_quick_mode(tmp_path):
     assert [(p["series"], p["msgs"], p["deliveries"]) for p in curves["backlog"]["points"]] == [
         ("fill plain", 2000, 0), ("drain plain", 2000, 2000), ("fill selector", 2000, 0), ("drain selector", 2000, 2000)]
     assert curves["idle_conns"]["points"][1]["rss_kib_per_conn"] > 0
+    assert curves["idle_conns"]["points"][1]["open_s_per_1k"] > 0
+    assert curves["subscriptions"]["points"][1]["open_s_per_1k"] > 0
     assert "| consumers |" in open(written["markdown"]).read()
     assert len(written["charts"]) == 7 and all(open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" for p in written["charts"])
 
