@@ -26,9 +26,9 @@ sys.path.insert(0, str(HERE))
 
 import curves  # noqa: E402
 import q1  # noqa: E402
-from broker.tools import perfrun  # noqa: E402
-from broker.tools.perf import divert_config, scenario_flow  # noqa: E402
-from broker.tools.perfecho import echo_floor, percentile  # noqa: E402
+from hermod.broker.tools import perfrun  # noqa: E402
+from hermod.broker.tools.perf import divert_config, scenario_flow  # noqa: E402
+from hermod.broker.tools.perfecho import echo_floor, percentile  # noqa: E402
 from hermodproc import HermodProc  # noqa: E402
 
 FANOUT_DIVERTS = 10

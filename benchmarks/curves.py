@@ -31,9 +31,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from broker.tools import perfrun  # noqa: E402
-from broker.tools.perf import divert_config, scenario_flow  # noqa: E402
-from broker.tools.perfrun import Flow  # noqa: E402
+from hermod.broker.tools import perfrun  # noqa: E402
+from hermod.broker.tools.perf import divert_config, scenario_flow  # noqa: E402
+from hermod.broker.tools.perfrun import Flow  # noqa: E402
 from hermodproc import HermodProc  # noqa: E402
 from q1 import load_average, wait_for_line  # noqa: E402
 
@@ -158,7 +158,7 @@ class Holder:
 
 def _hold(what: str, n: int, port: int, tag: str) -> int:
     """The Holder's side: open, say so, and keep the connections served until terminated."""
-    from broker.tools.perfclient import Client, Consumer
+    from hermod.broker.tools.perfclient import Client, Consumer
 
     client = Client("127.0.0.1", port)
     start = time.monotonic()

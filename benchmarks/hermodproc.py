@@ -29,7 +29,7 @@ class HermodProc:
         self.store = store
         paths = [p for p in (pythonpath, str(ROOT)) if p]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--store", store,
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", store,
                                       "--config", str(self.workdir / "hermod.toml"), "--log-level", log_level],
                                      cwd=self.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:

@@ -18,8 +18,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from broker.tools import perfrun  # noqa: E402
-from broker.tools.perf import scenario_flow  # noqa: E402
+from hermod.broker.tools import perfrun  # noqa: E402
+from hermod.broker.tools.perf import scenario_flow  # noqa: E402
 from hermodproc import HermodProc  # noqa: E402
 from q1 import load_average  # noqa: E402
 

@@ -13,7 +13,7 @@ TIMEOUT = 10
 
 
 def hermod_import(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "import", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", "import", *args], capture_output=True,
                           text=True, timeout=timeout)
 
 

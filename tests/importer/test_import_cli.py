@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from broker.config import parse
+from hermod.broker.config import parse
 from importing import FIXTURES, hermod_import
 
 NOTE = re.compile(r"^(\S+):(\d+): ")

@@ -16,7 +16,7 @@ SUMMARY_FIELDS = {"scenario", "mode", "producers", "consumers", "msgs", "sent", 
 
 
 def perf_json(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = subprocess.run([sys.executable, "-m", "broker", "perf", "--json", *args], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "hermod.broker", "perf", "--json", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.stdout.count("\n") == 1, (proc.stdout, proc.stderr)
     return proc, json.loads(proc.stdout)
@@ -30,7 +30,7 @@ def perf_json(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedPro
 ])
 def test_scenario_json_summary_counts(start_broker, scenario, producers, consumers, diverts, deliveries_per_msg):
     b = start_broker(config=subprocess.run(
-        [sys.executable, "-m", "broker", "perf", "--scenario", "fanout", "--diverts", "3", "--print-config"],
+        [sys.executable, "-m", "hermod.broker", "perf", "--scenario", "fanout", "--diverts", "3", "--print-config"],
         cwd=ROOT, capture_output=True, text=True, check=True).stdout)
     args = ["--url", b.url, "--scenario", scenario, "--count", "600", "--producers", str(producers),
             "--diverts", str(diverts), "--pid", str(b.proc.pid)]
@@ -68,7 +68,7 @@ def test_progress_goes_to_stderr_and_a_failure_is_one_json_error(broker):
 
 
 def test_mode_is_kept_for_older_scripts(broker):
-    proc = subprocess.run([sys.executable, "-m", "broker", "perf", "--url", broker.url, "--mode", "throughput",
+    proc = subprocess.run([sys.executable, "-m", "hermod.broker", "perf", "--url", broker.url, "--mode", "throughput",
                            "--durable", "--count", "200"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
@@ -103,7 +103,7 @@ def test_every_curve_runs_in_quick_mode(tmp_path):
 
 def run_with_config(tmp_path, config: str, env: dict | None = None) -> subprocess.CompletedProcess:
     (tmp_path / "loop.toml").write_text(config)
-    return subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--store", "memory",
+    return subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", "memory",
                            "--config", str(tmp_path / "loop.toml")], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, env=env)
 
