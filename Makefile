@@ -67,8 +67,8 @@ check: $(TEST_STAMP)
 test: $(TEST_STAMP) check system-deps java interop-deps console-deps
 	$(VENV)/bin/pytest -q
 
-bench: $(STAMP)
-	$(PY) benchmarks/run.py
+bench: $(TEST_STAMP) system-deps
+	$(PY) benchmarks/bench.py --setup $(BENCH_ARGS)
 
 # Issue 12's long checks (minutes each; not in `make test`): >= 50 SIGKILLs per back-end during
 # mixed durable traffic, and the bystander's round trip and the broker's RSS under each flood.

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hermod.broker.tools.perfecho import echo_floor  # noqa: E402
 from hermod.broker.tools.perfrun import process_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -245,55 +246,6 @@ class RabbitMQ:
 
 
 BROKERS = {"hermod": Hermod, "rabbitmq": RabbitMQ, "proton-c": ProtonC}
-
-ECHO_SERVER = """
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
-print(s.getsockname()[1], flush=True)
-c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    c.sendall(d)
-"""
-
-
-def echo_floor(rate: float, count: int, size: int) -> dict:
-    """The machine's own latency floor: a Python echo process on loopback TCP, `size`-byte
-    messages at `rate`, round trip timed like a broker's send -> receive (two hops, one wake-up
-    of another process each way). A broker cannot beat this on the same box at the same moment."""
-    proc = subprocess.Popen([sys.executable, "-c", ECHO_SERVER], stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(proc.stdout.readline())
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        payload = b"x" * size
-        lat = []
-        t0 = time.perf_counter()
-        for i in range(count):
-            delay = t0 + i / rate - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            start = time.perf_counter_ns()
-            sock.sendall(payload)
-            got = 0
-            while got < size:
-                got += len(sock.recv(size - got))
-            lat.append((time.perf_counter_ns() - start) / 1e6)
-        sock.close()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(5)
-    lat.sort()
-    n = len(lat)
-
-    def pct(q):
-        return lat[max(0, min(n - 1, int(round(q / 100 * n + 0.5)) - 1))]
-    return {"mode": "latency", "msgs": n, "p50_ms": round(pct(50), 3), "p99_ms": round(pct(99), 3),
-            "max_ms": round(lat[-1], 3)}
-
 
 # -- running hermod perf -------------------------------------------------------------------------
 

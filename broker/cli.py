@@ -84,7 +84,22 @@ def cmd_run(args) -> int:
     os.umask(0o077)  # store, spool and audit files Hermod creates are its owner's only
     from .logging_setup import configure
     configure(args.log_level, args.log_format)
-    return asyncio.run(_run(cfg, http_port=args.http_port, load=lambda: _load_config(args)))
+    with asyncio.Runner(loop_factory=_loop_factory(cfg.server.event_loop)) as runner:
+        return runner.run(_run(cfg, http_port=args.http_port, load=lambda: _load_config(args)))
+
+
+def _loop_factory(choice: str):
+    """`[server] event_loop`: None (asyncio's own loop), or uvloop's (`pip install hermod-broker[perf]`)."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise CliError('[server] event_loop = "uvloop" but uvloop is not installed '
+                           "(pip install 'hermod-broker[perf]')") from None
+        return None
+    return uvloop.new_event_loop
 
 
 async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) -> int:

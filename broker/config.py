@@ -86,6 +86,7 @@ class ServerConfig:
     max_frame_size: int = 1048576
     max_message_size: int = 104857600
     tls: bool = False
+    event_loop: str = "asyncio"  # "asyncio" | "uvloop" (the `perf` extra) | "auto": uvloop when installed
     # [limits] what one client may hold, and the broker's tuning knobs (contract: Operations)
     max_connections: int = 10000
     max_sessions_per_connection: int = 256
@@ -218,7 +219,9 @@ _SERVER_LIMITS = {"max_connections": _positive, "max_sessions_per_connection": _
                   "expiry_scan_ms": _above_zero, "transaction_timeout_s": _number}
 _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefix": _str,
            "idle_timeout_s": _number, "max_frame_size": _frame_size, "max_message_size": _positive,
-           "tls": _bool, **_SERVER_LIMITS}
+           "tls": _bool, "event_loop": _check(lambda v: v in ("asyncio", "uvloop", "auto"),
+                                              "one of asyncio, uvloop, auto"),
+           **_SERVER_LIMITS}
 _LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
              "max_frame_size": _frame_size, "mechanisms": _mechanisms}
 _TLS = {"cert": _str, "key": _str, "ca": _str,

@@ -30,7 +30,6 @@ STAMP_SIZE = STAMP.size  # 24
 _SEQ_TS = struct.Struct("<QQ")
 
 _DELIVERY = lib.PN_DELIVERY
-_LINK_FLOW = lib.PN_LINK_FLOW
 _LINK_REMOTE_OPEN = lib.PN_LINK_REMOTE_OPEN
 _LINK_REMOTE_CLOSE = lib.PN_LINK_REMOTE_CLOSE
 _LINK_REMOTE_DETACH = lib.PN_LINK_REMOTE_DETACH
@@ -56,13 +55,14 @@ def _condition(cond) -> str:
     return f"{_str(lib.pn_condition_get_name(cond))}: {_str(lib.pn_condition_get_description(cond))}"
 
 
-def encode_message(size: int, durable: bool) -> bytes:
-    """The message every send reuses: a header (durable flag) and one data section of `size`
-    bytes whose last 24 bytes are the stamp slot. Encoded with Proton's codec once (cold path)."""
+def encode_message(size: int, durable: bool, properties: dict | None = None) -> bytes:
+    """The message every send reuses: a header (durable flag), the application `properties` if
+    any, and one data section of `size` bytes whose last 24 bytes are the stamp slot. Encoded
+    with Proton's codec once (cold path)."""
     from proton import Message
 
     body = bytes((i * 7 + 65) & 0x7F or 1 for i in range(size))
-    msg = Message(body=body, durable=durable, inferred=True)
+    msg = Message(body=body, durable=durable, inferred=True, properties=properties)
     data = msg.encode()
     if not data.endswith(body):
         raise RuntimeError("the encoded message does not end with its body")
@@ -73,11 +73,12 @@ def encode_message(size: int, durable: bool) -> bytes:
 
 
 class Endpoint:
-    """A client connection: socket + transport + collector, and one link handler (`role`)."""
+    """A client connection: socket + transport + collector, one session, and the handlers of its
+    links (`roles`: Producer / Consumer, found by the event's link)."""
 
     def __init__(self, client: "Client", host: str, port: int, hostname: str, container_id: str):
         self.client = client
-        self.role = None
+        self.roles: dict = {}  # link (cdata pointer, hashed by address) -> its Producer/Consumer
         self.closed = False
         self.error = ""
         self.remote_closed = False
@@ -144,29 +145,37 @@ class Endpoint:
             pos += pushed
         self.process()
 
+    def add_role(self, role) -> None:
+        self.roles[role.link] = role
+
     # -- engine events -------------------------------------------------------------------------
     def process(self) -> None:
         col = self.collector
         peek, pop, etype = lib.pn_collector_peek, lib.pn_collector_pop, lib.pn_event_type
-        role = self.role
+        roles = self.roles
+        # The usual case is one link per connection: no lookup per event then.
+        only = next(iter(roles.values())) if len(roles) == 1 else None
         # A consumer drains its whole link once after the batch (one PN_DELIVERY per transfer
         # would otherwise mean one Python call each); a producer settles each disposition.
-        per_delivery = role.on_delivery if not role.drains_link else None
-        incoming = False
+        to_drain: set = set()
         while True:
             ev = peek(col)
             if ev == NULL:
                 break
             kind = etype(ev)
             if kind == _DELIVERY:
-                if per_delivery is None:
-                    incoming = True
+                d = lib.pn_event_delivery(ev)
+                role = only or roles.get(lib.pn_delivery_link(d))
+                if role is None:
+                    pass
+                elif role.drains_link:
+                    to_drain.add(role)
                 else:
-                    per_delivery(lib.pn_event_delivery(ev))
-            elif kind == _LINK_FLOW:
-                role.on_flow()
+                    role.on_delivery(d)
             elif kind == _LINK_REMOTE_OPEN:
-                role.on_open()
+                role = only or roles.get(lib.pn_event_link(ev))
+                if role is not None:
+                    role.on_open()
             elif kind == _LINK_REMOTE_CLOSE or kind == _LINK_REMOTE_DETACH:
                 link = lib.pn_event_link(ev)
                 self.error = self.error or ("link closed by the broker: " + (
@@ -188,7 +197,7 @@ class Endpoint:
             elif kind == _TRANSPORT_CLOSED:
                 self.closed = True
             pop(col)
-        if incoming:
+        for role in to_drain:
             role.drain()
 
     # -- output --------------------------------------------------------------------------------
@@ -247,7 +256,7 @@ class Endpoint:
 
     def release(self) -> None:
         self._drop_socket()
-        self.role = None  # break the endpoint <-> role cycle
+        self.roles = {}  # break the endpoint <-> role cycle
         if self.transport is not None:
             lib.pn_transport_unbind(self.transport)
             lib.pn_decref(self.transport)
@@ -262,13 +271,16 @@ class Endpoint:
 # -- the two link roles --------------------------------------------------------------------------
 
 
+_TAGS = b"".join(i.to_bytes(8, "little") for i in range(65536))
+
+
 class Producer:
     """Sends `count` messages, as fast as credit allows or at a fixed rate."""
 
     drains_link = False
 
     def __init__(self, ep: Endpoint, address: str, message: bytes, count: int, presettled: bool,
-                 stamp: bool = True):
+                 stamp: bool = True, name: str = "hermod-perf-sender"):
         self.ep = ep
         self.count = count
         self.sent = 0
@@ -276,9 +288,9 @@ class Producer:
         self.rejected = 0
         self.opened = False
         self.presettled = presettled
-        self.link = lib.pn_sender(ep.session, b"hermod-perf-sender")
+        self.link = lib.pn_sender(ep.session, name.encode())
         lib.pn_terminus_set_address(lib.pn_link_target(self.link), address.encode())
-        lib.pn_terminus_set_address(lib.pn_link_source(self.link), b"hermod-perf-sender")
+        lib.pn_terminus_set_address(lib.pn_link_source(self.link), name.encode())
         if presettled:
             lib.pn_link_set_snd_settle_mode(self.link, lib.PN_SND_SETTLED)
         lib.pn_link_open(self.link)
@@ -292,16 +304,13 @@ class Producer:
         self._seq_at = self._stamp_at + 8
         # Delivery tags: 8-byte little-endian counters, 65,536 of them reused round-robin.
         self._tags = ffi.new("char[]", 8 * 65536)
-        ffi.memmove(self._tags, b"".join(i.to_bytes(8, "little") for i in range(65536)), 8 * 65536)
-        ep.role = self
+        ffi.memmove(self._tags, _TAGS, 8 * 65536)
+        ep.add_role(self)
 
     def on_open(self) -> None:
         if lib.pn_terminus_get_type(lib.pn_link_remote_target(self.link)) == lib.PN_UNSPECIFIED:
             return  # a refusal: the detach with the error follows
         self.opened = True
-
-    def on_flow(self) -> None:
-        pass  # the client's loop sends whenever there is credit
 
     def send(self, limit: int) -> int:
         """Send up to `limit` messages as credit allows; returns how many were sent."""
@@ -342,7 +351,8 @@ class Consumer:
 
     drains_link = True
 
-    def __init__(self, ep: Endpoint, address: str, credit: int, record_latency: bool):
+    def __init__(self, ep: Endpoint, address: str, credit: int, record_latency: bool,
+                 selector: str | None = None, name: str = "hermod-perf-receiver"):
         self.ep = ep
         self.credit = credit
         self.received = 0
@@ -354,23 +364,24 @@ class Consumer:
         self.out_of_order = 0
         self.first_ns = 0
         self.last_ns = 0
-        self.link = lib.pn_receiver(ep.session, b"hermod-perf-receiver")
-        lib.pn_terminus_set_address(lib.pn_link_source(self.link), address.encode())
-        lib.pn_terminus_set_address(lib.pn_link_target(self.link), b"hermod-perf-receiver")
+        self.link = lib.pn_receiver(ep.session, name.encode())
+        source = lib.pn_link_source(self.link)
+        lib.pn_terminus_set_address(source, address.encode())
+        if selector:
+            _set_selector(source, selector)
+        lib.pn_terminus_set_address(lib.pn_link_target(self.link), name.encode())
         lib.pn_link_open(self.link)
-        lib.pn_link_flow(self.link, credit)
+        if credit:
+            lib.pn_link_flow(self.link, credit)
         self._buf_size = 64 * 1024
         self._buf = bytearray(self._buf_size)
         self._buf_ptr = ffi.from_buffer("char[]", self._buf)
-        ep.role = self
+        ep.add_role(self)
 
     def on_open(self) -> None:
         if lib.pn_terminus_get_type(lib.pn_link_remote_source(self.link)) == lib.PN_UNSPECIFIED:
             return
         self.opened = True
-
-    def on_flow(self) -> None:
-        pass
 
     def on_delivery(self, d) -> None:
         self.drain()
@@ -421,6 +432,29 @@ class Consumer:
             self.out_of_order += 1
         self.last_seq = seq
         self.latencies_ns.append((seq, now - ts))
+
+
+SELECTOR_DESCRIPTOR = 0x0000468C00000004  # apache.org:selector-filter:string
+
+
+def _set_selector(source, selector: str) -> None:
+    """The source's filter set: {"jms-selector": described(selector-filter, selector)}."""
+    data = lib.pn_terminus_filter(source)
+    lib.pn_data_put_map(data)
+    lib.pn_data_enter(data)
+    lib.pn_data_put_symbol(data, _bytes(b"jms-selector"))
+    lib.pn_data_put_described(data)
+    lib.pn_data_enter(data)
+    lib.pn_data_put_ulong(data, SELECTOR_DESCRIPTOR)
+    lib.pn_data_put_string(data, _bytes(selector.encode()))
+    lib.pn_data_exit(data)
+    lib.pn_data_exit(data)
+
+
+def _bytes(raw: bytes):
+    """A pn_bytes_t for the pn_data_put_* calls (cffi copies the struct; the buffer must live
+    until the call returns, which the caller's reference ensures)."""
+    return (len(raw), ffi.from_buffer(raw))
 
 
 # -- the loop ------------------------------------------------------------------------------------
