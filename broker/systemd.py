@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import socket
+import sys
 
 log = logging.getLogger("hermod.systemd")
 
@@ -82,10 +83,16 @@ def _socket_address(value: str) -> str | bytes | None:
     return value
 
 
+def _own_pids() -> tuple[int, ...]:
+    """This process, and in the one-file build its parent too: PyInstaller's bootloader is the
+    process systemd started (its MAINPID, the WATCHDOG_PID), and it runs the broker as a child."""
+    return (os.getpid(), os.getppid()) if getattr(sys, "frozen", False) else (os.getpid(),)
+
+
 def _watchdog_interval(env) -> float | None:
     """Half of WATCHDOG_USEC in seconds, when the watchdog is meant for this process."""
     usec, pid = env.get("WATCHDOG_USEC"), env.get("WATCHDOG_PID")
-    if not usec or (pid and pid.isdigit() and int(pid) != os.getpid()):
+    if not usec or (pid and pid.isdigit() and int(pid) not in _own_pids()):
         return None
     try:
         value = int(usec)
@@ -108,7 +115,8 @@ Wants=network-online.target
 
 [Service]
 Type=notify
-NotifyAccess=main
+# all, not main: the one-file build's broker is a child of the bootloader systemd started.
+NotifyAccess=all
 ExecStart={exe} run --config {config}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure

@@ -16,6 +16,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -155,8 +156,31 @@ def check_one_file(work: Path) -> dict:
     refused = run([hermod, "analyse", "--store", store, "--out", str(work / "an")], env, work, expect=2)
     if "Spark" not in refused or len(refused.strip().splitlines()) != 1:
         raise Check(f"analyse from the file: expected one line naming Spark, got {refused!r}")
-    print("one file: env -i with no Python on PATH: run, round trip, SIGTERM, db upgrade x2, analyse refused: ok")
+    check_notify(hermod, env, work)
+    print("one file: env -i with no Python on PATH: run, round trip, SIGTERM, db upgrade x2, analyse refused, "
+          "systemd READY/WATCHDOG/STOPPING: ok")
     return env
+
+
+def check_notify(hermod: str, env: dict, work: Path) -> None:
+    """Under systemd the bootloader is MAINPID and WATCHDOG_PID; the broker is its child. It must
+    still say READY=1, ping the watchdog and say STOPPING=1 (`NotifyAccess=all` in our unit)."""
+    path = str(work / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(30)
+    # WATCHDOG_PID is the process systemd starts: the shell execs the file, so it is $$.
+    script = f'WATCHDOG_PID=$$ exec {hermod} run --port 0 --data {work / "notify-data"}'
+    proc, _, _ = start(["/bin/sh", "-c", script], dict(env, NOTIFY_SOCKET=path, WATCHDOG_USEC="400000"), work)
+    said: list[str] = []
+    try:
+        while not ({"READY=1", "WATCHDOG=1"} <= set(said)):
+            said += sock.recv(4096).decode().splitlines()
+    finally:
+        stop(proc)
+    while "STOPPING=1" not in said:
+        said += sock.recv(4096).decode().splitlines()
+    sock.close()
 
 
 def main() -> int:
