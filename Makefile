@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps bench crash-storm floods clean
+.PHONY: check run test install system-deps java interop-deps rabbitmq-deps bench crash-storm floods clean
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -39,6 +39,15 @@ java:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	fi
 
+# RabbitMQ 3.10 from Debian for the bridge tests (tests/bridge/ start a private node with the
+# AMQP 1.0 plugin); installed only where missing. The package's own service is not used.
+rabbitmq-deps:
+	@if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then \
+		echo "installing rabbitmq-server"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+			apt-get install -y -qq --no-install-recommends rabbitmq-server >/dev/null; \
+	fi
+
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
 	bash interop/setup.sh
@@ -48,7 +57,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline
 	$(VENV)/bin/lint-imports
 
-test: $(TEST_STAMP) check system-deps java interop-deps
+test: $(TEST_STAMP) check system-deps java interop-deps rabbitmq-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
