@@ -69,6 +69,7 @@ class OutgoingConnection(asyncio.Protocol):
         self.transport = lib.pn_transport()
         self.collector = lib.pn_collector()
         self.link = None
+        self.sasl = None
 
     # -- connecting ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -102,7 +103,7 @@ class OutgoingConnection(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         t, c = self.transport, self.conn
-        sasl = lib.pn_sasl(t)
+        self.sasl = sasl = lib.pn_sasl(t)
         cproton.pn_sasl_allowed_mechs(sasl, "PLAIN" if self.user else "ANONYMOUS")
         lib.pn_sasl_set_allow_insecure_mechs(sasl, True)
         if self.user:
@@ -156,7 +157,7 @@ class OutgoingConnection(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         if not self.over:
             reason = f"connection to {self.host}:{self.port} lost"
-            self._down(f"{reason}: {exc}" if exc else reason)
+            self._down(self._transport_reason(f"{reason}: {exc}" if exc else reason))
         self._release()
 
     def _process(self) -> None:
@@ -180,14 +181,23 @@ class OutgoingConnection(asyncio.Protocol):
                 why = _condition_text(lib.pn_connection_remote_condition(self.conn))
                 self._down(f"the remote closed the connection: {why or 'no reason given'}")
             elif kind == lib.PN_TRANSPORT_ERROR:
-                why = _condition_text(lib.pn_transport_condition(self.transport))
-                self._down(why or "transport error")
+                self._down(self._transport_reason("transport error"))
             elif kind == lib.PN_TRANSPORT_CLOSED:
-                self._down("connection closed")
+                self._down(self._transport_reason("connection closed"))
             if self.over:
                 break
             lib.pn_collector_pop(col)
         self._schedule_flush()
+
+    def _transport_reason(self, default: str) -> str:
+        """Why the transport ended: its condition, or a refused SASL login, or `default`."""
+        why = _condition_text(lib.pn_transport_condition(self.transport))
+        if why:
+            return why
+        outcome = lib.pn_sasl_outcome(self.sasl) if self.sasl is not None else lib.PN_SASL_NONE
+        if outcome not in (lib.PN_SASL_NONE, lib.PN_SASL_OK):
+            return f"amqp:unauthorized-access: the remote refused the SASL login (outcome {outcome})"
+        return default
 
     def _on_attach(self) -> None:
         # A refused attach comes back with no target, then a detach with the reason.
@@ -243,7 +253,7 @@ class OutgoingConnection(asyncio.Protocol):
         while True:
             pending = lib.pn_transport_pending(t)
             if pending < 0:
-                self._down("connection closed")
+                self._down(self._transport_reason("connection closed"))
                 return
             if pending == 0:
                 break
@@ -317,7 +327,7 @@ class OutgoingConnection(asyncio.Protocol):
             lib.pn_decref(self.conn)
             lib.pn_collector_free(self.collector)
             self.transport = self.conn = self.collector = None
-            self.link = None
+            self.link = self.sasl = None
 
 
 __all__ = ["OutgoingConnection", "ACCEPTED", "REJECTED", "RELEASED", "MODIFIED"]
