@@ -339,10 +339,10 @@ def _bridge(path: str, value: Any) -> BridgeConfig:
         url.port  # noqa: B018 - raises on a bad port
     except ValueError as e:
         raise ConfigError(f"{path}.url: {e}") from None
+    if url.password:  # checked first: the other messages show the url
+        raise ConfigError(f"{path}.url: no password in the url; name its environment variable in password_env")
     if url.scheme not in ("amqp", "amqps") or not url.hostname:
         raise ConfigError(f"{path}.url: expected amqp://HOST[:PORT] or amqps://HOST[:PORT], got {t['url']!r}")
-    if url.password:
-        raise ConfigError(f"{path}.url: no password in the url; name its environment variable in password_env")
     if "user" in t and "password_env" not in t:
         raise ConfigError(f"{path}.password_env: required with user")
     return BridgeConfig(**t)
