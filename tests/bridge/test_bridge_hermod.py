@@ -41,45 +41,48 @@ def test_forwards_bodies_properties_and_order(run_broker, tmp_path):
     assert (row["state"], row["forwarded"], row["backlog"], row["last_error"]) == ("up", 50, 0, "")
 
 
-def test_remote_killed_mid_traffic_loses_nothing(run_broker, tmp_path):
+def _queue_then_start_remote(run_broker, tmp_path, total: int, store: str = "memory"):
+    """A local broker holding `total` numbered messages for a remote that starts only then (so a
+    kill lands mid-traffic), and that remote once it has taken some. Returns the local broker,
+    its config, the remote and the remote's port."""
     port = free_port()
-    local = run_broker("local", bridged_queue_config(f"amqp://127.0.0.1:{port}"))
-    total = 10000  # queued before the remote is there, so the kill lands mid-traffic
+    config = bridged_queue_config(f"amqp://127.0.0.1:{port}")
+    local = run_broker("local", config, store=store)
     assert send_all(local.url, "outbound", numbered(total)) == total
     remote = _remote(run_broker, tmp_path, port)
     wait_for(lambda: queue_row(remote.url, "inbound")["messages"] >= 300, timeout=30,
              message="some messages forwarded")
-    remote.kill()
-    wait_for(lambda: bridge_row(local.url)["state"] in ("backoff", "connecting"), message="bridge down")
-    row = bridge_row(local.url)
-    assert row["last_error"] and row["backlog"] > 0, row
-    remote = _remote(run_broker, tmp_path, port)
+    return local, config, remote, port
+
+
+def _all_arrived_duplicates_within_window(local, remote, total: int) -> None:
     wait_for(lambda: queue_row(local.url, "outbound")["messages"] == 0, timeout=90, message="backlog forwarded")
     got = read_all(remote.url, "inbound", total, idle=0.5)
     counts = Counter(m.properties["n"] for m in got)
     assert set(counts) == set(range(total))
     assert sum(c - 1 for c in counts.values()) <= WINDOW  # duplicates only from unconfirmed sends
+
+
+def test_remote_killed_mid_traffic_loses_nothing(run_broker, tmp_path):
+    total = 10000
+    local, _, remote, port = _queue_then_start_remote(run_broker, tmp_path, total)
+    remote.kill()
+    wait_for(lambda: bridge_row(local.url)["state"] in ("backoff", "connecting"), message="bridge down")
+    row = bridge_row(local.url)
+    assert row["last_error"] and row["backlog"] > 0, row
+    remote = _remote(run_broker, tmp_path, port)
+    _all_arrived_duplicates_within_window(local, remote, total)
     assert bridge_row(local.url)["state"] == "up"
 
 
 def test_local_killed_mid_traffic_resumes_from_its_store(run_broker, tmp_path):
-    port = free_port()
-    local_store = f"sqlite:///{tmp_path / 'local.db'}"
-    config = bridged_queue_config(f"amqp://127.0.0.1:{port}")
-    local = run_broker("local", config, store=local_store)
-    total = 10000  # queued before the remote is there, so the kill lands mid-traffic
-    assert send_all(local.url, "outbound", numbered(total)) == total
-    remote = _remote(run_broker, tmp_path, port)
-    wait_for(lambda: queue_row(remote.url, "inbound")["messages"] >= 300, timeout=30,
-             message="some messages forwarded")
+    total = 10000
+    store = f"sqlite:///{tmp_path / 'local.db'}"
+    local, config, remote, _ = _queue_then_start_remote(run_broker, tmp_path, total, store)
     local.kill()
     assert queue_row(remote.url, "inbound")["messages"] < total  # the kill was mid-traffic
-    local = run_broker("local", config, store=local_store)
-    wait_for(lambda: queue_row(local.url, "outbound")["messages"] == 0, timeout=90, message="backlog forwarded")
-    got = read_all(remote.url, "inbound", total, idle=0.5)
-    counts = Counter(m.properties["n"] for m in got)
-    assert set(counts) == set(range(total))
-    assert sum(c - 1 for c in counts.values()) <= WINDOW
+    local = run_broker("local", config, store=store)
+    _all_arrived_duplicates_within_window(local, remote, total)
 
 
 def test_messages_wait_while_the_remote_is_away_then_go(run_broker, tmp_path):
