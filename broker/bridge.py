@@ -139,7 +139,8 @@ class Bridge:
             self.loop, self, self.remote.host, self.remote.port, ssl_context=self.ssl_context,
             user=self.remote.user, password=self.remote.password,
             container_id=f"{self.broker.container_id}-bridge-{self.name}",
-            link_name=f"hermod-bridge-{self.name}", source=self.queue.name, target=self.target)
+            link_name=f"hermod-bridge-{self.name}", source=self.queue.name, target=self.target,
+            idle_timeout_s=self.broker.config.server.idle_timeout_s)
         self.connection.start()
 
     def _set_state(self, state: str, error: str) -> None:

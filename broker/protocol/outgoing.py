@@ -26,7 +26,7 @@ log = logging.getLogger("hermod.bridge")
 
 READ_CHUNK = 256 * 1024
 CONNECT_TIMEOUT_S = 10.0
-IDLE_TIMEOUT_MS = 60_000  # ours; the remote's is honoured by ticking the transport
+NO_IDLE_TIMEOUT_OPEN_S = 30.0  # how long the open may take when there is no idle timeout
 MAX_FRAME = 1024 * 1024
 OUT_BUFFER = 64 * 1024
 
@@ -48,7 +48,7 @@ class OutgoingConnection(asyncio.Protocol):
 
     def __init__(self, loop: asyncio.AbstractEventLoop, owner, host: str, port: int, *,
                  ssl_context: ssl.SSLContext | None, user: str | None, password: str | None,
-                 container_id: str, link_name: str, source: str, target: str):
+                 container_id: str, link_name: str, source: str, target: str, idle_timeout_s: float = 60):
         self.loop = loop
         self.owner = owner
         self.host, self.port = host, port
@@ -56,6 +56,11 @@ class OutgoingConnection(asyncio.Protocol):
         self.user, self.password = user, password
         self.container_id = container_id
         self.link_name, self.source, self.target = link_name, source, target
+        # Ours ([server] idle_timeout_s, as for clients); the remote's is honoured by ticking.
+        # It also bounds the wait for the remote's open and attach: Proton's idle timeout runs
+        # only once the open is exchanged, and a silent peer would hold the bridge for ever.
+        self.idle_timeout_s = idle_timeout_s
+        self._open_deadline = None
         self.socket = None
         self.over = False  # down() was reported (or close() asked): nothing more happens
         self.attached = False
@@ -111,7 +116,9 @@ class OutgoingConnection(asyncio.Protocol):
             cproton.pn_connection_set_password(c, self.password or "")
         cproton.pn_connection_set_hostname(c, self.host)
         cproton.pn_connection_set_container(c, self.container_id)
-        lib.pn_transport_set_idle_timeout(t, IDLE_TIMEOUT_MS)
+        lib.pn_transport_set_idle_timeout(t, int(self.idle_timeout_s * 1000))
+        self._open_deadline = self.loop.call_later(self.idle_timeout_s or NO_IDLE_TIMEOUT_OPEN_S,
+                                                   self._not_open_in_time)
         lib.pn_transport_set_max_frame(t, MAX_FRAME)
         lib.pn_connection_collect(c, self.collector)
         lib.pn_transport_bind(t, c)
@@ -127,6 +134,11 @@ class OutgoingConnection(asyncio.Protocol):
         lib.pn_link_open(link)
         self.link = link
         self._process()
+
+    def _not_open_in_time(self) -> None:
+        self._open_deadline = None
+        if not self.attached and not self.over:
+            self._down(f"{self.host}:{self.port} did not open an AMQP connection and link in time")
 
     # -- input -----------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -317,9 +329,10 @@ class OutgoingConnection(asyncio.Protocol):
         self.socket.close()  # asyncio writes what it buffered first
 
     def _release(self) -> None:
-        if self._tick_handle is not None:
-            self._tick_handle.cancel()
-            self._tick_handle = None
+        for handle in (self._tick_handle, self._open_deadline):
+            if handle is not None:
+                handle.cancel()
+        self._tick_handle = self._open_deadline = None
         if self.transport is not None:
             lib.pn_transport_unbind(self.transport)
             lib.pn_decref(self.transport)

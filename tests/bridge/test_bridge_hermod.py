@@ -5,6 +5,7 @@ window; a remote that refuses the login leaves the bridge backing off, visible, 
 a remote that rejects sends the message to the local dead-letter address."""
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -161,3 +162,20 @@ def test_remote_rejection_dead_letters_locally(run_broker, tmp_path):
     assert dead[0].properties["n"] == 1 and dead[0].body == "body 1"
     wait_for(lambda: queue_row(local.url, "outbound")["messages"] == 0, message="nothing left on the queue")
     assert bridge_row(local.url)["forwarded"] == 2
+
+
+def test_a_remote_that_never_answers_is_given_up_on_and_retried(run_broker):
+    # A peer that accepts the socket and says nothing (a wrong port, a hung broker): the bridge's
+    # idle timeout ([server] idle_timeout_s) ends the try, and it tries again later.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        url = f"amqp://127.0.0.1:{silent.getsockname()[1]}"
+        local = run_broker("local", bridged_queue_config(url, extra="[server]\nidle_timeout_s = 1\n"))
+        wait_for(lambda: any(why in bridge_row(local.url)["last_error"] for why in ("idle-timeout", "did not open")),
+                 timeout=20, message="the bridge gives up on the silent peer")
+        assert bridge_row(local.url)["state"] in ("backoff", "connecting")
+        assert local.proc.poll() is None
+    finally:
+        silent.close()

@@ -95,3 +95,28 @@ def test_failed_deliveries_count_and_dead_letter_at_the_limit(run_broker):
         assert remote.outcomes(0) == ["failed"] * 3 and remote.outcomes(1) == ["accepted"]
         wait_for(lambda: queue_row(local.url, "outbound")["messages"] == 0, message="queue empty")
         assert bridge_row(local.url)["forwarded"] == 1
+
+
+class SilentAttach(ScriptedRemote):
+    """Opens the connection and sessions, never answers an attach (and heartbeats meanwhile,
+    so no idle timeout ends it)."""
+
+    def __init__(self, port: int):
+        super().__init__(port, lambda n, attempt: "accepted")
+        self.handlers = []  # none of MessagingHandler's automatic opens
+
+    def on_connection_remote_open(self, event):
+        event.connection.open()
+
+    def on_session_remote_open(self, event):
+        event.session.open()
+
+
+def test_a_remote_that_never_answers_the_attach_is_given_up_on(run_broker):
+    port = free_port()
+    with SilentAttach(port):
+        local = run_broker("local", bridged_queue_config(f"amqp://127.0.0.1:{port}",
+                                                         extra="[server]\nidle_timeout_s = 1\n"))
+        wait_for(lambda: "did not open" in bridge_row(local.url)["last_error"], timeout=20,
+                 message="the bridge gives up on the unanswered attach")
+        assert bridge_row(local.url)["state"] in ("backoff", "connecting")
