@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests" / "bridge"))
 from proton import Message  # noqa: E402
 
 from bridge_testing import send_all  # noqa: E402
-from broker.tools.clients import management_call  # noqa: E402
+from hermod.broker.tools.clients import management_call  # noqa: E402
 
 REMOTE = '[[address]]\nname = "inbound"\n  [[address.queue]]\n  name = "inbound"\n'
 
@@ -38,7 +38,7 @@ def _free_port() -> int:
 
 def _start(work: Path, name: str, config: str, store: str, port: int = 0) -> tuple[subprocess.Popen, str]:
     (work / f"{name}.toml").write_text(config)
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", str(port), "--config",
+    proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", str(port), "--config",
                              str(work / f"{name}.toml"), "--store", store, "--http-port", "-1",
                              "--log-level", "error"], stdout=subprocess.PIPE, text=True, cwd=work)
     url = re.search(r"(amqp://\S+)", proc.stdout.readline()).group(1)

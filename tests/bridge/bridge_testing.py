@@ -11,7 +11,7 @@ from proton.reactor import Container
 from proton import Timeout
 from proton.utils import BlockingConnection
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 
 
 def free_port() -> int:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.bridge import BridgeError, remote_for
-from broker.config import BridgeConfig, ConfigError, parse
+from hermod.broker.bridge import BridgeError, remote_for
+from hermod.broker.config import BridgeConfig, ConfigError, parse
 
 
 def _bridge(**kw) -> dict:

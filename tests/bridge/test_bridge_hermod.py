@@ -14,8 +14,8 @@ from proton import Message
 
 from bridge_testing import (REMOTE_CONFIG, bridge_row, bridged_queue_config, free_port, numbered,
                             queue_row, read_all, send_all)
-from broker.bridge import WINDOW
-from broker.security.passwords import hash_password
+from hermod.broker.bridge import WINDOW
+from hermod.broker.security.passwords import hash_password
 from hermod_testing import ROOT, wait_for
 
 
@@ -115,7 +115,7 @@ def test_remote_refusing_the_login_leaves_the_bridge_backing_off(run_broker, tmp
     assert row["state"] in ("backoff", "connecting"), row
     assert row["last_error"].startswith("amqp:unauthorized-access"), row
     assert row["backlog"] == 5 and row["forwarded"] == 0
-    stat = subprocess.run([sys.executable, "-m", "broker", "queue", "stat", "--url", local.url],
+    stat = subprocess.run([sys.executable, "-m", "hermod.broker", "queue", "stat", "--url", local.url],
                           capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert stat.returncode == 0, stat.stderr
     bridge_lines = [line.split() for line in stat.stdout.splitlines() if line.startswith("bridge to-remote")]
@@ -139,7 +139,7 @@ def test_missing_password_variable_is_a_one_line_start_error(tmp_path):
     cfg = tmp_path / "local.toml"
     cfg.write_text(bridged_queue_config("amqp://127.0.0.1:1", user="bridge", password_env="NO_SUCH_VARIABLE_X"))
     env = {k: v for k, v in __import__("os").environ.items() if k != "NO_SUCH_VARIABLE_X"}
-    run = subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--config", str(cfg),
+    run = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--config", str(cfg),
                           "--store", "memory", "--http-port", "-1"], capture_output=True, text=True,
                          timeout=30, env=env, cwd=tmp_path)
     assert run.returncode == 2

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from bridge_testing import bridge_row, bridged_queue_config, numbered, queue_row, read_all, send_all
-from broker.bridge import WINDOW
+from hermod.broker.bridge import WINDOW
 from hermod_testing import wait_for
 from rabbitmq import RabbitNode, missing
 
