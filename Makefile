@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
+.PHONY: check run test install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -55,6 +55,15 @@ console-deps:
 console-screenshot: $(TEST_STAMP) console-deps
 	HERMOD_CONSOLE_SCREENSHOT=docs/console.png $(VENV)/bin/pytest -q tests/console -k screenshot
 
+# RabbitMQ 3.10 from Debian for the bridge tests (tests/bridge/ start a private node with the
+# AMQP 1.0 plugin); installed only where missing. The package's own service is not used.
+rabbitmq-deps:
+	@if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then \
+		echo "installing rabbitmq-server"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+			apt-get install -y -qq --no-install-recommends rabbitmq-server >/dev/null; \
+	fi
+
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
 	bash interop/setup.sh
@@ -64,7 +73,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline hermod packaging
 	$(VENV)/bin/lint-imports
 
-test: $(TEST_STAMP) check system-deps java interop-deps console-deps
+test: $(TEST_STAMP) check system-deps java interop-deps console-deps rabbitmq-deps
 	$(VENV)/bin/pytest -q
 
 bench: $(TEST_STAMP) system-deps

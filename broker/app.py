@@ -74,6 +74,7 @@ class Broker:
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
         self.validate_user_id = config.security.get("validate_user_id", False)
+        self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -230,6 +231,8 @@ class Broker:
         return name.address, rt if rt is not None else found, None
 
     def close(self) -> None:
+        for bridge in self.bridges:  # before the store: their acknowledgements are finished by it
+            bridge.stop()
         if self.audit is not no_audit:
             self.audit.close()
         self.journal.close()

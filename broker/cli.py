@@ -131,6 +131,13 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
     except Exception as e:  # noqa: BLE001 - a start-up failure is one line, not a traceback
         broker.close()
         raise CliError(f"cannot start: {e}") from None
+    if cfg.bridges:
+        from .bridge import BridgeError, start_bridges
+        try:
+            broker.bridges = start_bridges(broker, loop)
+        except BridgeError as e:
+            broker.close()
+            raise CliError(str(e)) from None
     server = Server(broker, loop)
     main = cfg.main_listener()
     ready = []
@@ -331,6 +338,9 @@ def cmd_queue_stat(args) -> int:
     for r in rows:
         print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
               f"{r['messages']} {r['consumers']} {r['added']} {r['acked']}")
+    from .bridge import bridge_rows
+    for line in bridge_rows(management_call(args.url, "bridge.stat")):
+        print(line)
     return 0
 
 

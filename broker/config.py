@@ -184,6 +184,17 @@ class AddressConfig:
 
 
 @dataclass(frozen=True)
+class BridgeConfig:
+    """A [[bridge]]: forward a local queue to an address on another AMQP 1.0 broker."""
+    name: str
+    queue: str  # "queue", or "address::queue"
+    url: str  # amqp://host[:port] or amqps://host[:port]
+    address: str | None = None  # the remote target (default: the local queue's address)
+    user: str | None = None  # SASL PLAIN when set
+    password_env: str | None = None  # the environment variable holding the password
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -198,6 +209,7 @@ class Config:
     path: Path | None = None
     listeners: tuple[dict, ...] = ()  # [[listener]] as written; see extra_listeners()
     tls: TlsConfig | None = None
+    bridges: tuple[BridgeConfig, ...] = ()
 
     def main_listener(self) -> ListenerConfig:
         s = self.server
@@ -341,6 +353,27 @@ def _listener(path: str, value: Any) -> dict:
     return t
 
 
+_BRIDGE = {"name": _str, "queue": _str, "url": _str, "address": _str, "user": _str, "password_env": _str}
+
+
+def _bridge(path: str, value: Any) -> BridgeConfig:
+    from urllib.parse import urlsplit
+    t = _table(path, value, _BRIDGE)
+    _required(path, t, "name", "queue", "url")
+    try:
+        url = urlsplit(t["url"])
+        url.port  # noqa: B018 - raises on a bad port
+    except ValueError as e:
+        raise ConfigError(f"{path}.url: {e}") from None
+    if url.password:  # checked first: the other messages show the url
+        raise ConfigError(f"{path}.url: no password in the url; name its environment variable in password_env")
+    if url.scheme not in ("amqp", "amqps") or not url.hostname:
+        raise ConfigError(f"{path}.url: expected amqp://HOST[:PORT] or amqps://HOST[:PORT], got {t['url']!r}")
+    if "user" in t and "password_env" not in t:
+        raise ConfigError(f"{path}.password_env: required with user")
+    return BridgeConfig(**t)
+
+
 def _check_selector(path: str, text: str) -> None:
     from .selector import SelectorError, compile_selector
     try:
@@ -362,6 +395,7 @@ _TOP = {
     "security": _security,
     "listener": lambda p, v: _array(p, v, _listener),
     "tls": lambda p, v: _table(p, v, _TLS),
+    "bridge": lambda p, v: _array(p, v, _bridge),
 }
 
 
@@ -382,6 +416,10 @@ def parse(data: dict, path: Path | None = None) -> Config:
     security = t.get("security")
     if security is not None and security.get("audit_log"):
         security["audit_log"] = str((path.parent if path is not None else Path.cwd()) / security["audit_log"])
+    bridge_names = [b.name for b in t.get("bridge", ())]
+    for i, name in enumerate(bridge_names):
+        if name in bridge_names[:i]:
+            raise ConfigError(f"bridge[{i}].name: {name!r} is used twice")
     server_tls = t.get("server", {}).get("tls", False)
     for where, on in [("server.tls", server_tls)] + [(f"listener[{i}].tls", l.get("tls", server_tls))
                                                       for i, l in enumerate(listeners)]:
@@ -401,6 +439,7 @@ def parse(data: dict, path: Path | None = None) -> Config:
         path=path,
         listeners=listeners,
         tls=tls,
+        bridges=tuple(t.get("bridge", ())),
     )
     if "url" in t.get("store", {}):
         check_ha(config)

@@ -34,7 +34,7 @@ QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", 
 # door, before an operation looks anything up or creates it.
 NAME_ARGUMENTS = ("name", "address", "to")
 
-READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "address.list", "queue.list",
+READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "bridge.stat", "address.list", "queue.list",
                              "queue.get", "queue.browse", "connection.list", "explain", "overview"})
 
 
@@ -100,10 +100,14 @@ class Management:
                 "max_units_per_commit": s.max_units_per_commit,
                 "avg_ops_per_commit": round(s.avg_ops_per_commit, 1), "summary": s.summary()}
 
+    def bridge_stats(self, requester: str | None = None) -> list[dict]:
+        """A row per [[bridge]]: state (connecting, up, backoff, stopped), last error, backlog."""
+        return [b.status() for b in self.broker.bridges]
+
     def operations(self) -> dict:
         """The legacy statistics operations, called with the requester only."""
         return {"queue.stat": self.queue_stats, "address.stat": self.address_stats,
-                "store.stat": self.store_stats}
+                "store.stat": self.store_stats, "bridge.stat": self.bridge_stats}
 
     def argument_operations(self) -> dict[str, Callable[[dict], Any]]:
         """The contract's operations, called with their arguments (a dict)."""

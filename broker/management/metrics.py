@@ -122,6 +122,7 @@ def render(broker, connection_figures: dict) -> str:
     family("hermod_journal_depth", "gauge", "Sends handed to the store and not yet committed")
     add(f"hermod_journal_depth {getattr(po, '_unconfirmed', 0)}")
     _store(family, add, broker)
+    _bridges(family, add, broker)
     add("")
     return "\n".join(out)
 
@@ -185,3 +186,30 @@ def _store(family, add, broker) -> None:
     for name, kind, text, value in _STORE_METRICS:
         family(name, kind, text)
         add(f"{name} {value(s)}")
+
+
+# Each [[bridge]]'s figures: (metric, type, help, how to read it off Bridge.status()).
+_BRIDGE_METRICS = (
+    ("hermod_bridge_up", "gauge", "1 while the bridge's link to the remote broker is up",
+     lambda s: int(s["up"])),
+    ("hermod_bridge_forwarded_total", "counter", "Messages the remote broker accepted",
+     lambda s: s["forwarded"]),
+    ("hermod_bridge_backlog", "gauge", "Messages on the bridge's local queue (unconfirmed ones too)",
+     lambda s: s["backlog"]),
+    ("hermod_bridge_unconfirmed", "gauge", "Messages sent and not yet settled by the remote",
+     lambda s: s["unconfirmed"]),
+)
+
+
+def _bridges(family, add, broker) -> None:
+    rows = [b.status() for b in getattr(broker, "bridges", ())]
+    if not rows:
+        return
+    for name, kind, text, value in _BRIDGE_METRICS:
+        family(name, kind, text)
+        for s in rows:
+            add(f'{name}{{bridge="{_label(s["name"])}"}} {value(s)}')
+    family("hermod_bridge_state", "gauge", "1 for the state the bridge is in")
+    for s in rows:
+        add(f'hermod_bridge_state{{bridge="{_label(s["name"])}",state="{s["state"]}"}} 1')
+
