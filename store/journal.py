@@ -240,6 +240,7 @@ class SqlJournal:
         self._reached()
 
     def _read(self, read: _Read) -> None:
+        page: list[StoredReference] | StoreError
         try:
             connection = self._connect()
             with connection.begin():
@@ -339,7 +340,7 @@ class SqlJournal:
             log.warning("store unit failed: %s", one_line(error))
         self._deliver(calls)
 
-    def _deliver(self, calls: list[tuple[Callable, object]]) -> None:
+    def _deliver(self, calls: Sequence[tuple[Callable, object]]) -> None:
         if not calls:
             return
         if self._post is None:
@@ -420,7 +421,7 @@ def _cause(error: BaseException) -> str:
     return one_line(error)
 
 
-def _call_all(calls: list[tuple[Callable, object]]) -> None:
+def _call_all(calls: Sequence[tuple[Callable, object]]) -> None:
     """Runs on the reactor thread: each completion in order; one failing does not stop the rest."""
     for done, argument in calls:
         try:
