@@ -138,10 +138,10 @@ class SqlJournal:
             self._closing = True
             self._cond.notify()
         self._thread.join()
+        if self._lock is not None:
+            self._lock.release()  # first: on PostgreSQL it unlocks on the writer's session
         self._drop_connection()
         self._engine.dispose()
-        if self._lock is not None:
-            self._lock.release()
         self._closed = True
 
     # -- extensions ----------------------------------------------------------------------------
@@ -355,9 +355,9 @@ class SqlJournal:
 
     def _connect(self) -> Connection:
         if self._connection is None:
-            if self._lock is not None:
-                self._lock.ensure()  # a lost session lost the lock too: take it again first
-            self._connection = self._engine.connect()
+            # On PostgreSQL the lock's own session (store.lock): a new one takes the lock first.
+            self._connection = (self._lock.connect(self._engine) if self._lock is not None
+                                else self._engine.connect())
         return self._connection
 
     def _drop_connection(self) -> None:
