@@ -68,10 +68,12 @@ rabbitmq-deps:
 interop-deps:
 	bash interop/setup.sh
 
-# Static checks: lint, and the layering rules of style.md as import-linter contracts (pyproject.toml).
+# Static checks: lint, the layering rules of style.md as import-linter contracts, and mypy on the
+# core and the store (both configured in pyproject.toml).
 check: $(TEST_STAMP)
 	$(VENV)/bin/ruff check broker store migrations tests benchmarks pipeline hermod packaging
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 test: $(TEST_STAMP) check system-deps java interop-deps console-deps rabbitmq-deps
 	$(VENV)/bin/pytest -q

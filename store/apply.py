@@ -148,8 +148,7 @@ class Applier:
         return count
 
     def _buffer(self, connection: Connection, b: _Buffers, op: Operation) -> None:
-        kind = type(op)
-        if kind is AddMessage:
+        if isinstance(op, AddMessage):
             m = op.message
             if m.id in b.orphans:
                 self._flush(connection, b)
@@ -159,7 +158,7 @@ class Applier:
                 "expiration": m.expiration, "scheduled_time": m.scheduled_time,
                 "arrival": m.arrival,
             })
-        elif kind is AddReference:
+        elif isinstance(op, AddReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is None:
                 raise UnknownQueue(f"no queue {op.queue!r} in the store for message {op.message_id}")
@@ -168,27 +167,27 @@ class Applier:
                 self._flush(connection, b)
             b.refs.append({"queue_id": queue_id, "message_id": op.message_id,
                            "delivery_count": op.delivery_count})
-        elif kind is DeleteReference:
+        elif isinstance(op, DeleteReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:  # an ack after its queue was deleted: nothing left to do
                 b.deletes.append({"q": queue_id, "m": op.message_id})
                 b.delete_keys.add((queue_id, op.message_id))
                 b.unit_orphans[op.message_id] = None
-        elif kind is RetainMessage:
+        elif isinstance(op, RetainMessage):
             m = op.message
             b.retained.append({"message_id": m.id, "address": m.address, "routing_type": m.routing_type,
                                "priority": m.priority, "arrival": m.arrival, "encoded": m.encoded})
-        elif kind is RecordAcknowledged:
+        elif isinstance(op, RecordAcknowledged):
             b.acks.append({"message_id": op.message_id, "queue": op.queue, "at": op.at})
-        elif kind is RecordDeadLetter:
+        elif isinstance(op, RecordDeadLetter):
             b.dead.append({"message_id": op.message_id, "original_address": op.original_address,
                            "queue": op.queue, "reason": op.reason, "at": op.at})
-        elif kind is RememberDuplicateId:
+        elif isinstance(op, RememberDuplicateId):
             self._seq += 1
             b.duplicates[(op.address, op.duplicate_id)] = {
                 "address": op.address, "duplicate_id": op.duplicate_id, "seq": self._seq}
             b.keep[op.address] = op.keep
-        elif kind is SetDeliveryCount:
+        elif isinstance(op, SetDeliveryCount):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:
                 b.counts.append({"q": queue_id, "m": op.message_id, "n": op.delivery_count})
@@ -250,19 +249,18 @@ class Applier:
             connection.execute(delete(duplicate_ids).where(c.address == address, c.seq <= cutoff))
 
     def _structural(self, connection: Connection, op: Operation) -> None:
-        kind = type(op)
-        if kind is PutAddress:
+        if isinstance(op, PutAddress):
             a = op.address
-            values = {"anycast": "anycast" in a.routing_types,
-                      "multicast": "multicast" in a.routing_types,
-                      "auto_created": a.auto_created}
+            values: dict[str, object] = {"anycast": "anycast" in a.routing_types,
+                                         "multicast": "multicast" in a.routing_types,
+                                         "auto_created": a.auto_created}
             changed = connection.execute(
                 update(addresses).where(addresses.c.name == a.name).values(**values)).rowcount
             if not changed:
                 connection.execute(insert(addresses).values(name=a.name, **values))
-        elif kind is DeleteAddress:
+        elif isinstance(op, DeleteAddress):
             connection.execute(delete(addresses).where(addresses.c.name == op.name))
-        elif kind is PutQueue:
+        elif isinstance(op, PutQueue):
             q = op.queue
             values = {"address": q.address, "routing_type": q.routing_type, "filter": q.filter,
                       "max_consumers": q.max_consumers, "exclusive": q.exclusive,
@@ -276,7 +274,7 @@ class Applier:
                     insert(queues).values(name=q.name, **values).returning(queues.c.id)
                 ).scalar_one()
                 self._txn_queue_ids[q.name] = queue_id
-        elif kind is DeleteQueue:
+        elif isinstance(op, DeleteQueue):
             queue_id = self._queue_id(connection, op.name)
             if queue_id is None:
                 return
@@ -290,7 +288,7 @@ class Applier:
             connection.execute(delete(queues).where(queues.c.id == queue_id))
             self._txn_queue_ids[op.name] = _DELETED
         else:
-            raise StoreError(f"unknown store operation {kind.__name__}")
+            raise StoreError(f"unknown store operation {type(op).__name__}")
 
     def queue_id(self, connection: Connection, name: str) -> int | None:
         """The id of a queue as this transaction sees it (None: no such queue)."""

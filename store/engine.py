@@ -63,10 +63,12 @@ def display_url(url: URL | str) -> str:
     """The URL as it may appear in logs and error lines (no password)."""
     if isinstance(url, str):
         try:
-            url = make_url(url)
+            parsed = make_url(url)
         except ArgumentError:
             return url
-    return url.render_as_string(hide_password=True)
+    else:
+        parsed = url
+    return parsed.render_as_string(hide_password=True)
 
 
 def make_engine(url: str | URL, *, sqlite_synchronous: str = "FULL") -> Engine:

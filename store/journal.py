@@ -138,10 +138,10 @@ class SqlJournal:
             self._closing = True
             self._cond.notify()
         self._thread.join()
+        if self._lock is not None:
+            self._lock.release()  # first: on PostgreSQL it unlocks on the writer's session
         self._drop_connection()
         self._engine.dispose()
-        if self._lock is not None:
-            self._lock.release()
         self._closed = True
 
     # -- extensions ----------------------------------------------------------------------------
@@ -240,6 +240,7 @@ class SqlJournal:
         self._reached()
 
     def _read(self, read: _Read) -> None:
+        page: list[StoredReference] | StoreError
         try:
             connection = self._connect()
             with connection.begin():
@@ -339,7 +340,7 @@ class SqlJournal:
             log.warning("store unit failed: %s", one_line(error))
         self._deliver(calls)
 
-    def _deliver(self, calls: list[tuple[Callable, object]]) -> None:
+    def _deliver(self, calls: Sequence[tuple[Callable, object]]) -> None:
         if not calls:
             return
         if self._post is None:
@@ -354,9 +355,9 @@ class SqlJournal:
 
     def _connect(self) -> Connection:
         if self._connection is None:
-            if self._lock is not None:
-                self._lock.ensure()  # a lost session lost the lock too: take it again first
-            self._connection = self._engine.connect()
+            # On PostgreSQL the lock's own session (store.lock): a new one takes the lock first.
+            self._connection = (self._lock.connect(self._engine) if self._lock is not None
+                                else self._engine.connect())
         return self._connection
 
     def _drop_connection(self) -> None:
@@ -420,7 +421,7 @@ def _cause(error: BaseException) -> str:
     return one_line(error)
 
 
-def _call_all(calls: list[tuple[Callable, object]]) -> None:
+def _call_all(calls: Sequence[tuple[Callable, object]]) -> None:
     """Runs on the reactor thread: each completion in order; one failing does not stop the rest."""
     for done, argument in calls:
         try:

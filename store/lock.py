@@ -6,13 +6,18 @@ Both kinds of lock die with their holder, so a SIGKILLed broker never leaves a s
 
 - SQLite: `fcntl.flock` on `<database>.lock` next to the database file, which also holds the
   holder's name (written once the lock is ours; read by whoever is refused).
-- PostgreSQL: a session advisory lock (`pg_try_advisory_lock`) on a connection of its own,
-  outside the engine's pool. The holder's name is that session's `application_name`, which the
-  refused broker reads from `pg_stat_activity`: it goes with the session, so no table and no
-  schema change are needed and nothing stale is ever left. If the server restarts, the session
-  and its lock are gone: the writer calls `ensure()` on every reconnection, which takes the lock
-  again, and refuses to write (`StoreLockLost`, treated like an unreachable database) while
-  another broker holds it.
+- PostgreSQL: a session advisory lock (`pg_try_advisory_lock`) held by the very session the
+  journal commits on: `connect()` hands the locked connection to the writer. The lock and the
+  writes therefore end together: if that session dies (server restart, pg_terminate_backend, a
+  proxy dropping it), its open transaction is rolled back with it, and the broker commits
+  nothing more until it has taken the lock again on a new session. A lock on a session of its
+  own would not do: that session alone could die, freeing the lock while the broker still
+  commits, and a second broker could then take the store and hand out the same message ids.
+  The holder's name is that session's `application_name`, which the refused broker reads from
+  `pg_stat_activity`: it goes with the session, so no table and no schema change are needed and
+  nothing stale is ever left. A new session of the writer takes the lock before anything else,
+  and refuses to write (`StoreLockLost`, treated like an unreachable database) while another
+  broker holds it.
   Brokers of `[ha] mode = "shared-store"` hold the same advisory lock SHARED (a live broker and
   one paused or cut off from its clients may hold it together; the lease in `store.lease`
   decides which of them is live), so a broker without [ha] is refused while any of them runs,
@@ -26,7 +31,7 @@ import os
 import socket
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from .errors import StoreError, StoreUnreachable, one_line
 
@@ -66,8 +71,10 @@ def acquire(engine: Engine, where: str, holder: str | None = None,
 
 
 class StoreLock:
-    def ensure(self) -> None:
-        """Called by the writer before it uses a new database connection."""
+    def connect(self, engine: Engine) -> Connection:
+        """The writer's connection to the store, for every transaction it commits; called
+        again (for a new one) after the writer dropped the last one."""
+        return engine.connect()
 
     def release(self) -> None:
         raise NotImplementedError
@@ -103,36 +110,30 @@ class _FileLock(StoreLock):
 
 
 class _AdvisoryLock(StoreLock):
+    """The lock on the session the journal writes on (see the module docstring). Taken at
+    start, before the schema upgrade, on a connection that `connect()` then hands to the writer."""
+
     def __init__(self, engine: Engine, where: str, holder: str, shared: bool = False) -> None:
         self._engine = engine
         self._suffix = "_shared" if shared else ""
         self._where = where
         self._application = (_APPLICATION_PREFIX + holder)[:_PG_NAME_MAX]
-        self._connection = None
         self._released = False
         self._lost_logged = False
-        self._take()
+        self._connection: Connection | None = self._take()
 
-    def _connect(self):
-        """A DBAPI connection of its own: the pool must never hand the locked session out."""
-        dialect = self._engine.dialect
-        args, kwargs = dialect.create_connect_args(self._engine.url)
-        kwargs = {**kwargs, "application_name": self._application, "connect_timeout": 5}
+    def _take(self) -> Connection:
+        """A new session of the engine holding the lock; StoreLocked names who holds it else."""
         try:
-            connection = dialect.loaded_dbapi.connect(*args, **kwargs)
-        except Exception as error:  # psycopg.OperationalError: server away, refused
-            raise StoreUnreachable(f"store {self._where} is unreachable: {one_line(error)}") from error
-        connection.autocommit = True
-        return connection
-
-    def _take(self) -> None:
-        connection = self._connect()
+            connection = self._engine.connect()
+        except Exception as error:  # server away, refused, bad credentials
+            raise StoreUnreachable(f"store {self._where} is unreachable: {_cause(error)}") from error
         try:
-            got = connection.execute(f"SELECT pg_try_advisory_lock{self._suffix}(%s, %s)", _PG_KEYS).fetchone()[0]
-            if got:
-                self._connection = connection
-                return
-            holder = connection.execute(
+            connection.exec_driver_sql("SELECT set_config('application_name', %s, false)",
+                                       (self._application,))
+            got = connection.exec_driver_sql(f"SELECT pg_try_advisory_lock{self._suffix}(%s, %s)",
+                                             _PG_KEYS).scalar()
+            holder = None if got else connection.exec_driver_sql(
                 "SELECT a.application_name, a.client_addr, a.pid FROM pg_locks l"
                 " JOIN pg_stat_activity a ON a.pid = l.pid"
                 " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s"
@@ -140,9 +141,13 @@ class _AdvisoryLock(StoreLock):
                 " AND l.database = (SELECT oid FROM pg_database"
                 "                   WHERE datname = current_database())",
                 _PG_KEYS).fetchone()
-        finally:
-            if self._connection is not connection:
-                connection.close()
+            connection.commit()  # the session lock outlives the transaction
+        except Exception as error:
+            _discard(connection)
+            raise StoreUnreachable(f"store {self._where} is unreachable: {_cause(error)}") from error
+        if got:
+            return connection
+        _discard(connection)
         if holder is None:
             named = "unknown holder (it released the lock meanwhile?)"
         elif (holder[0] or "").startswith(_APPLICATION_PREFIX):
@@ -151,17 +156,19 @@ class _AdvisoryLock(StoreLock):
             named = f"session pid {holder[2]} from {holder[1] or 'a local socket'}"
         raise StoreLocked(f"store {self._where} is in use by another broker: {named}")
 
-    def ensure(self) -> None:
+    def connect(self, engine: Engine) -> Connection:
+        """The session holding the lock: the one taken at start, else a new one that takes the
+        lock first (the last one is gone, and the lock went with it)."""
         if self._released:
-            return
-        if self._connection is not None:
-            try:
-                self._connection.execute("SELECT 1")
-                return
-            except Exception:  # the session is gone (server restarted): so is the lock
-                self._drop()
+            raise StoreUnreachable(f"store {self._where}: the store lock was released")
+        connection = self._connection
+        if connection is not None and not connection.invalidated and not connection.closed:
+            return connection
+        self._connection = None
+        if connection is not None:
+            _discard(connection)
         try:
-            self._take()
+            self._connection = self._take()
         except StoreLocked as error:
             if not self._lost_logged:
                 self._lost_logged = True
@@ -170,22 +177,34 @@ class _AdvisoryLock(StoreLock):
         if self._lost_logged:
             log.warning("store %s: lock taken again", self._where)
         self._lost_logged = False
-
-    def _drop(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            try:
-                connection.close()
-            except Exception:
-                pass
+        return self._connection
 
     def release(self) -> None:
         self._released = True
-        if self._connection is not None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        if not connection.invalidated and not connection.closed:
             try:
                 # Unlocked before this returns: the server ends a closed session's backend
                 # (and its locks) a moment after the client has gone.
-                self._connection.execute(f"SELECT pg_advisory_unlock{self._suffix}(%s, %s)", _PG_KEYS)
+                connection.exec_driver_sql(f"SELECT pg_advisory_unlock{self._suffix}(%s, %s)", _PG_KEYS)
+                connection.commit()
             except Exception:  # the session is gone already, and its lock with it
                 pass
-        self._drop()
+        _discard(connection)
+
+
+def _discard(connection: Connection) -> None:
+    """Close a session for good: never back to the pool (it may hold the lock, or be broken)."""
+    try:
+        if not connection.closed:
+            connection.invalidate()
+            connection.close()
+    except Exception:  # already broken: nothing left to close
+        pass
+
+
+def _cause(error: BaseException) -> str:
+    orig = getattr(error, "orig", None)  # a DBAPIError's driver exception says it best
+    return one_line(orig if isinstance(orig, BaseException) else error)

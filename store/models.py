@@ -25,6 +25,7 @@ from sqlalchemy import (
     MetaData,
     SmallInteger,
     String,
+    Table,
     Text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -194,13 +195,20 @@ class HaBackupRow(Base):
     seen_at: Mapped[Any] = mapped_column(DateTime(timezone=True))
 
 
-addresses = AddressRow.__table__
-ha_lease = HaLeaseRow.__table__
-ha_backups = HaBackupRow.__table__
-retained_messages = RetainedMessageRow.__table__
-acknowledgements = AcknowledgementRow.__table__
-dead_letters = DeadLetterRow.__table__
-duplicate_ids = DuplicateIdRow.__table__
-queues = QueueRow.__table__
-messages = MessageRow.__table__
-message_refs = MessageRefRow.__table__
+def _table(row: type[Base]) -> Table:
+    """A model's Table (SQLAlchemy types `__table__` as any FromClause; ours are all tables)."""
+    table = row.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+addresses = _table(AddressRow)
+ha_lease = _table(HaLeaseRow)
+ha_backups = _table(HaBackupRow)
+retained_messages = _table(RetainedMessageRow)
+acknowledgements = _table(AcknowledgementRow)
+dead_letters = _table(DeadLetterRow)
+duplicate_ids = _table(DuplicateIdRow)
+queues = _table(QueueRow)
+messages = _table(MessageRow)
+message_refs = _table(MessageRefRow)

@@ -45,13 +45,14 @@ class StatsCounter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._fields = dict.fromkeys(JournalStats.__slots__, 0)
-        self._fields["commit_seconds_total"] = 0.0
-        self._fields["commit_seconds_max"] = 0.0
+        self._counts: dict[str, int] = dict.fromkeys(
+            (name for name in JournalStats.__slots__ if not name.startswith("commit_seconds")), 0)
+        self._seconds_total = 0.0
+        self._seconds_max = 0.0
 
     def commit(self, units: int, ops: int, seconds: float) -> None:
         with self._lock:
-            f = self._fields
+            f = self._counts
             first = f["commits"] == 0
             f["commits"] += 1
             f["units"] += units
@@ -60,13 +61,14 @@ class StatsCounter:
             f["max_units_per_commit"] = max(f["max_units_per_commit"], units)
             f["min_ops_per_commit"] = ops if first else min(f["min_ops_per_commit"], ops)
             f["max_ops_per_commit"] = max(f["max_ops_per_commit"], ops)
-            f["commit_seconds_total"] += seconds
-            f["commit_seconds_max"] = max(f["commit_seconds_max"], seconds)
+            self._seconds_total += seconds
+            self._seconds_max = max(self._seconds_max, seconds)
 
     def add(self, name: str, amount: int = 1) -> None:
         with self._lock:
-            self._fields[name] += amount
+            self._counts[name] += amount
 
     def snapshot(self) -> JournalStats:
         with self._lock:
-            return JournalStats(**self._fields)
+            return JournalStats(**self._counts, commit_seconds_total=self._seconds_total,
+                                commit_seconds_max=self._seconds_max)

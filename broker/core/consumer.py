@@ -60,7 +60,7 @@ class Consumer:
         self.priority = priority
         self.in_flight: dict[Ref, None] = {}
         self.blocked = False
-        self.snapshot = None  # a browser's view of the queue when it attached
+        self.snapshot: list[Ref] | None = None  # a browser's view of the queue when it attached
         self.exclusive = exclusive  # ActiveMQ's consumer.exclusive=true: takes everything
         self.owner = owner
 

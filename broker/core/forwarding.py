@@ -111,6 +111,8 @@ def fire(po: PostOffice, f: Forwarder, message: Message, entries: list[Entry], p
     """Each matching entry gets a copy routed again to its address (auto-create applies)."""
     from .moves import plan_copy  # moves needs this module's annotations: import at use
     f.fired += 1
+    annotate = po.annotate
+    assert annotate is not None, "a post office with forwarders has the codec's annotate"
     for entry in entries:
         if message.hops >= MAX_FORWARD_HOPS:
             log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
@@ -119,7 +121,7 @@ def fire(po: PostOffice, f: Forwarder, message: Message, entries: list[Entry], p
                             {}, plan)
             return
         rt = entry.copy_routing_type(message)
-        copy = po.annotate(message, orig_annotations(message, f.name), entry.address)
+        copy = annotate(message, orig_annotations(message, f.name), entry.address)
         copy.routing_type = rt
         copy.id = po.next_message_id()
         copy.hops = message.hops + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from .address import Address
 from .errors import (IllegalState, InvalidField, NotAuthorized, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
 from .flow import BLOCK
@@ -32,7 +33,7 @@ class ProducerTarget:
     queue: str | None = None
     temporary: bool = False
     parts: list[ProducerTarget] | None = None  # a client-side composite: one copy to each part
-    held: object = None  # the Address whose auto-created resources this sender keeps
+    held: Address | None = None  # the Address whose auto-created resources this sender keeps
 
 
 def _hold(po: PostOffice, target: ProducerTarget) -> ProducerTarget:
@@ -112,8 +113,8 @@ def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> C
     """Resolve the queue a consumer reads (creating it when allowed) and attach to it."""
     if req.dynamic:
         name = str(uuid.uuid4())
-        queue = po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
-        return _attach(queue, req, link, owner)
+        temporary = po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
+        return _attach(temporary, req, link, owner)
     if not req.address:
         raise InvalidField("empty source address")
     rt = req.routing_type

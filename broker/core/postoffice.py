@@ -58,8 +58,11 @@ class PostOffice:
         self.compile_filter = compile_filter
         self.defer = defer or (lambda fn: fn())
         self.flow = FlowControl(self)
-        self.timers = None if call_at is not None else NoTimers()
-        self.call_at = call_at or self.timers.call_at
+        self.timers: NoTimers | None = None
+        if call_at is None:
+            self.timers = NoTimers()
+            call_at = self.timers.call_at
+        self.call_at = call_at
         self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
         # A queued message costs about this much memory besides its encoded bytes (a Ref, a
         # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).

@@ -28,6 +28,7 @@ from .consumer import Consumer, Ref
 from .message import ANYCAST, Message
 
 if TYPE_CHECKING:
+    from .address import Address
     from .postoffice import PostOffice
 
 Done = Callable[[BaseException | None], None]
@@ -48,7 +49,7 @@ def _take_nothing(message: Message) -> bool:
 
 
 class Queue:
-    def __init__(self, postoffice: PostOffice, name: str, address, routing_type: str = ANYCAST, *,
+    def __init__(self, postoffice: PostOffice, name: str, address: Address, routing_type: str = ANYCAST, *,
                  durable: bool = True, filter=None, filter_text: str | None = None,
                  max_consumers: int = -1, exclusive: bool = False, last_value_key: str | None = None,
                  auto_created: bool = False, purpose: str = "configured", temporary: bool = False,
@@ -166,6 +167,8 @@ class Queue:
         drains. Raises OSError when the spool cannot keep it (nothing changed then)."""
         if not self.stores:
             po = self.postoffice
+            if po.spool is None:
+                raise OSError(f"queue {self.name}: no spool to page to")
             po.spool.append(self.name, ports.StoredReference(po.message_record(ref.message),
                                                              ref.delivery_count))
         self.added += 1
@@ -193,7 +196,7 @@ class Queue:
                                  lambda stored: self._paged_in(stored, limit))
             return
         try:
-            stored = po.spool.read(self.name, limit)
+            stored = [] if po.spool is None else po.spool.read(self.name, limit)
         except OSError as error:
             self._paged_in(error)
             return
@@ -220,6 +223,7 @@ class Queue:
             self.paged = 0  # nothing more in the store
             return
         make = self.postoffice.message_from_record
+        assert make is not None, "PostOffice.recover() sets message_from_record before any paging"
         for s in stored:
             ref = Ref(make(s.message), self, s.delivery_count)
             ref.durable = self.stores
@@ -352,15 +356,18 @@ class Queue:
             if new:
                 remembered.extend(new)
                 self.postoffice.persist_queue(self)
-            predicates = [None if t == "TRUE" else self.postoffice.compile_filter(t) for t in remembered]
+            compile_filter = self.postoffice.compile_filter
+            assert compile_filter is not None, "a selector cache needs the post office's compile_filter"
+            predicates = [None if t == "TRUE" else compile_filter(t) for t in remembered]
         else:
             predicates = [c.selector for c in consumers]
+        checks = [p for p in predicates if p is not None]
         if not predicates:
             self.filter = _take_nothing
-        elif any(p is None for p in predicates):
+        elif len(checks) < len(predicates):  # one of them takes everything
             self.filter = None
         else:
-            self.filter = lambda m: any(p(m) for p in predicates)
+            self.filter = lambda m: any(p(m) for p in checks)
 
     # -- dispatch --------------------------------------------------------------------------------
     def dispatch(self) -> None:
@@ -578,7 +585,7 @@ class Queue:
         self._forget(ref)
         po = self.postoffice
         po.delivery_latency.observe_ms(po.clock.now_ms() - ref.message.arrival)
-        ops = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
+        ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
         if po.retaining:
             sent_to = po.addresses.get(ref.message.address)
             if sent_to is not None and sent_to.retains:

@@ -23,7 +23,7 @@ through untouched: an AMQP symbol, char or timestamp arrives as a subclass and s
 from __future__ import annotations
 
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 Lookup = Callable[[str], object]
 
@@ -85,7 +85,8 @@ def _always_null(msg):
     return None
 
 
-HEADERS: dict[str, Callable[[object], object]] = {
+# Any: the message is duck-typed (the module docstring lists what it must answer).
+HEADERS: dict[str, Callable[[Any], object]] = {
     # JMS header names (also on subscriptions: no Artemis rewrite quirk).
     "JMSMessageID": lambda m: _message_id(m.message_id),
     "JMSCorrelationID": lambda m: _correlation_id(m.correlation_id),

@@ -16,7 +16,7 @@ class WallClock:
 class NoTimers:
     """Timers for a post office driven by hand (tests): nothing fires by itself."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pending: list[tuple[int, Callable[[], None]]] = []
 
     def call_at(self, due_ms: int, fn: Callable[[], None]):

@@ -190,7 +190,7 @@ class Transaction:
 class Transactions:
     """The open transactions of one client (its connection), by id."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._ids = itertools.count(1)
         self.active: dict[bytes, Transaction] = {}
         self.timed_out: OrderedDict[bytes, None] = OrderedDict()  # the newest ids rolled back
