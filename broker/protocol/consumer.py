@@ -15,7 +15,7 @@ from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST
 from . import codec, conditions, coordinator
 from .conditions import set_condition
-from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
+from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
                        read_terminus, split_composite, address_options, consumer_priority,
                        subscription_queue_name)
 
@@ -72,12 +72,10 @@ class ConsumerLink:
         if not remote.present or (remote.address is None and not remote.dynamic):
             return handler._attach_existing_subscription(remote)
         selector_text = None
-        accepted_filters = {}
-        found = find_filter(remote.filters, SELECTOR_DESCRIPTORS)
-        if found is not None:
-            key, described = found
-            selector_text = str(described.value)
-            accepted_filters[key] = described
+        accepted_filters = {}  # echoed in our source: the filters in force, as the client sent them
+        if remote.selector is not None:
+            key, value, selector_text = remote.selector
+            accepted_filters[key] = value
         predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
         no_local = find_filter(remote.filters, NO_LOCAL_DESCRIPTORS)
         if no_local is not None:
