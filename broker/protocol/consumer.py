@@ -12,7 +12,7 @@ from cproton_ffi import ffi, lib
 from proton._data import Described, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
-from ..core.message import ANYCAST, MULTICAST
+from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator
 from .conditions import set_condition
 from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
@@ -286,7 +286,8 @@ class ConsumerLink:
             del self.deliveries[d]
             disp = lib.pn_delivery_remote(d)
             queue.release(ref, failed=bool(lib.pn_disposition_is_failed(disp)),
-                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
+                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)),
+                          annotated=self._annotated(ref.message, lib.pn_disposition_annotations(disp)))
         elif state == PN_REJECTED:
             del self.deliveries[d]
             self._until_stored(queue.reject, ref, self._settler(d, ref, acked=False))
@@ -297,6 +298,27 @@ class ConsumerLink:
         else:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
+
+    def _annotated(self, message: Message, annotations) -> Message | None:
+        """The message with a modified outcome's message-annotations merged in (AMQP 1.0
+        §3.4.5: they are to be applied to the message as it goes back); None without any.
+        Annotations that would make the message unreadable are left out, with a log line."""
+        size = lib.pn_data_encoded_size(annotations)
+        if size <= 0:
+            return None
+        buf = ffi.new("char[]", size)
+        if lib.pn_data_encode(annotations, buf, size) != size:
+            return None
+        try:
+            merged = codec.with_merged_annotations(message.encoded, message.envelope, ffi.unpack(buf, size))
+        except codec.DecodeError as e:
+            log.info("modified outcome on %s: annotations not applied (%s)", self.name, e)
+            return None
+        if merged is None:
+            return None
+        encoded, envelope = merged
+        return Message(encoded, envelope, message.address, message.routing_type, message.container_id,
+                       message.arrival)
 
     def _until_stored(self, outcome, ref, settle) -> None:
         """Apply a client's acknowledgement (or rejection) and, while the store commits it,
