@@ -100,6 +100,7 @@ class Queue:
         self.deleted = False
         self.pending = 0  # refs posted through the journal, not yet on the queue (no auto-delete)
         self.ever_consumed = False
+        self.lingering = False  # no consumer, kept for its terminus expiry (core.lingering)
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []
 
@@ -299,6 +300,8 @@ class Queue:
             consumer.snapshot.reverse()  # popped from the end: the head comes first
         self.consumers.append(consumer)
         self.ever_consumed = True
+        if self.lingering:  # resumed within its terminus expiry timeout
+            self.postoffice.lingering.cancel(self)
         self._consumers_changed()
 
     def remove_consumer(self, consumer: Consumer, attempted: bool = False) -> None:

@@ -37,7 +37,7 @@ class ConsumerLink:
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription", "committing")
+                 "subscription", "committing", "expiry")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -61,12 +61,16 @@ class ConsumerLink:
         # The durable subscription this link's own terminus names (container id + link name);
         # only closing this link ends it. None for readers by FQQN and everything else.
         self.subscription: str | None = None
+        # The source's expiry policy and timeout (s): how long a temporary queue or non-durable
+        # subscription this link leaves without a consumer is kept for a re-attach.
+        self.expiry = ("session-end", 0)
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ConsumerLink | None:
         broker = conn.broker
         remote = read_terminus(lib.pn_link_remote_source(link))
         handler = cls(conn, link)
+        handler.expiry = (remote.expiry_policy, remote.timeout)
         link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
         priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
         if not remote.present or (remote.address is None and not remote.dynamic):
@@ -97,8 +101,9 @@ class ConsumerLink:
                 name.address, name.routing_type, name.queue, browser=browser, selector=selector_text,
                 selector_predicate=predicate, priority=int(priority or 0),
                 no_local_container=conn.container_id or "" if no_local is not None else None,
-                subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
-                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
+                subscription_queue=subscription_queue_name(
+                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable)
+                if remote.durable or shared else broker.postoffice.lingering.find(handler.link_key),
                 durable=remote.durable, shared=shared,
                 exclusive=options.get("consumer.exclusive", "").lower() == "true",
                 user=conn.principal.name if conn.principal is not None else None)
@@ -414,8 +419,23 @@ class ConsumerLink:
         for consumer in consumers:
             consumer.link = _Gone
             unsubscribe = unsubscribing and consumer.queue.name == self.subscription
-            core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
-                                       attempted=attempted)
+            kept = core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
+                                              attempted=attempted, keep=not closed, link_key=self.link_key)
+            if kept is not None:
+                self._expire_later(kept, session_end)
+
+    @property
+    def link_key(self) -> tuple[str, str]:
+        """What finds this link's non-durable subscription again: container id and link name."""
+        return (self.conn.container_id or "", self.name)
+
+    def _expire_later(self, queue, session_end: bool) -> None:
+        """The link detached without closing and left `queue` without a consumer: it is kept
+        until its expiry policy's moment plus its timeout (§3.5.3), unless resumed before."""
+        policy, timeout = self.expiry
+        lingering = self.broker.postoffice.lingering
+        self.conn.expiry_waits.detached(policy, lib.pn_link_session(self.link), session_end,
+                                        lambda: lingering.expire_in(queue, timeout * 1000))
 
     def _connection_failed(self) -> bool:
         """The link went with its connection without the client ending it: no close or end

@@ -36,6 +36,7 @@ class Terminus:
     dynamic: bool = False
     durable: bool = False
     expiry_policy: str = "session-end"
+    timeout: int = 0  # seconds the terminus outlives the start of its expiry (§3.5.3)
     distribution_mode: str | None = None
     filters: dict = field(default_factory=dict)
     # The selector filter found among `filters`: its key and value as sent (echoed back as it
@@ -68,6 +69,7 @@ def read_terminus(t) -> Terminus:
         dynamic=bool(lib.pn_terminus_is_dynamic(t)),
         durable=lib.pn_terminus_get_durability(t) != lib.PN_NONDURABLE,
         expiry_policy=_EXPIRY.get(lib.pn_terminus_get_expiry_policy(t), "session-end"),
+        timeout=lib.pn_terminus_get_timeout(t),
         distribution_mode=_DISTRIBUTION.get(lib.pn_terminus_get_distribution_mode(t)),
         filters=filters,
         selector=selector,
