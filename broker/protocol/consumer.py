@@ -13,7 +13,7 @@ from proton._data import Described, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message
-from . import codec, conditions, coordinator
+from . import codec, conditions, coordinator, jms
 from .conditions import set_condition
 from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
                        read_terminus, split_composite, address_options, consumer_priority,
@@ -37,7 +37,7 @@ class ConsumerLink:
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription", "committing", "expiry")
+                 "subscription", "committing", "expiry", "jms")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -64,6 +64,7 @@ class ConsumerLink:
         # The source's expiry policy and timeout (s): how long a temporary queue or non-durable
         # subscription this link leaves without a consumer is kept for a re-attach.
         self.expiry = ("session-end", 0)
+        self.jms = False  # a qpid-jms client: messages get the JMS mapping's destination annotations
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ConsumerLink | None:
@@ -71,6 +72,7 @@ class ConsumerLink:
         remote = read_terminus(lib.pn_link_remote_source(link))
         handler = cls(conn, link)
         handler.expiry = (remote.expiry_policy, remote.timeout)
+        handler.jms = jms.is_jms_client(conn.conn)
         link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
         priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
         if not remote.present or (remote.address is None and not remote.dynamic):
@@ -235,8 +237,13 @@ class ConsumerLink:
         message = ref.message
         count = ref.delivery_count - 1
         data = message.encoded
-        if consumer.queue.outbound_annotations is not None:  # e.g. a virtual topic's origin
-            data = codec.with_annotations(data, message.envelope, consumer.queue.outbound_annotations)
+        extra = consumer.queue.outbound_annotations  # e.g. a virtual topic's origin
+        if self.jms:
+            missing = jms.destination_annotations(message, self.broker.postoffice, self._prefixes())
+            if missing is not None:
+                extra = {**extra, **missing} if extra else missing
+        if extra is not None:
+            data = codec.with_annotations(data, message.envelope, extra)
         if count > 0 and not consumer.browser:
             data = codec.with_delivery_count(data, message.envelope, count)
         size = len(data)
@@ -259,6 +266,10 @@ class ConsumerLink:
             conn.output_over()  # the consumers wait for the flush (Connection.flush)
         if not conn.marked:
             conn.server.mark(conn)
+
+    def _prefixes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        server = self.broker.config.server
+        return server.anycast_prefixes, server.multicast_prefixes
 
     def on_delivery(self, d) -> None:
         """The client's disposition for a message we sent."""
