@@ -650,6 +650,14 @@ class Queue:
         self._arm_timer()
         return True
 
+    def take_back_waiting(self, ref: Ref) -> bool:
+        """Take `ref` off the queue if it waits there (its consumer's link went, and nobody
+        has it since): a recovering receiver reports it settled (AMQP link recovery). False
+        when it is out with a consumer again, or gone."""
+        if self.deleted or ref.queue is not self or ref.consumer is not None:
+            return False
+        return self.backlog.remove(ref) or self.scheduled.remove(ref)
+
     def _attempts_failed(self, refs: list[Ref]) -> None:
         """Refs back from failed deliveries (counted): dead-lettered at max_delivery_attempts,
         else their count stored and the redelivery delay applied."""

@@ -24,6 +24,7 @@ from proton._data import PropertyDict, SymbolList, obj2dat, symbol
 from .. import __version__
 from . import conditions
 from .expiry import ExpiryWaits
+from .recovery import FrameTap
 from .conditions import set_condition
 from .links import open_link, refuse
 from .sasl import open_gate
@@ -89,6 +90,7 @@ class Connection:
         self.output_full = False
         self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
+        self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn
@@ -148,6 +150,7 @@ class Connection:
             if not data:
                 return
             self.gate = None
+        self.frame_tap.incoming(data)
         t = self.transport
         pos, n = 0, len(data)
         while pos < n:
@@ -503,7 +506,7 @@ class Connection:
             n = lib.pn_transport_peek(t, out, min(pending, size))
             if n < 0:
                 break
-            write(ffi.buffer(out, n)[:])
+            write(self.frame_tap.outgoing(ffi.buffer(out, n)[:]))
             lib.pn_transport_pop(t, n)
             wrote = True
         if wrote and self._keepalive_s:

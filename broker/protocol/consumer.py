@@ -13,7 +13,7 @@ from proton._data import Described, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message
-from . import codec, conditions, coordinator, jms
+from . import codec, conditions, coordinator, jms, recovery
 from .conditions import set_condition
 from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
                        read_terminus, split_composite, address_options, consumer_priority,
@@ -37,7 +37,7 @@ class ConsumerLink:
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription", "committing", "expiry", "jms")
+                 "subscription", "committing", "expiry", "jms", "keeps_state")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -65,6 +65,9 @@ class ConsumerLink:
         # subscription this link leaves without a consumer is kept for a re-attach.
         self.expiry = ("session-end", 0)
         self.jms = False  # a qpid-jms client: messages get the JMS mapping's destination annotations
+        # Its source is durable `unsettled-state`: unsettled deliveries are remembered at a
+        # detach for a re-attach that recovers the link (protocol.recovery).
+        self.keeps_state = False
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ConsumerLink | None:
@@ -126,8 +129,29 @@ class ConsumerLink:
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
         lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        handler.keeps_state = lib.pn_terminus_get_durability(lib.pn_link_remote_source(link)) == lib.PN_DELIVERIES
+        handler._recover(conn.frame_tap.claim(True, handler.name))
         handler._open_when_stored()
         return handler
+
+    def _recover(self, remote_unsettled: dict | None) -> None:
+        """A receiver re-attaching with its unsettled map (§2.6.13): our attach carries ours
+        (the deliveries of the link's last attachment it had not settled); those it reports
+        settled in a terminal state get that outcome where their message still waits; the
+        rest come again as new deliveries, tagged after the old ones."""
+        if remote_unsettled is None:
+            return
+        resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
+        last_tag, sent = resumed if resumed is not None else (0, {})
+        self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
+        self._tag_n = max(self._tag_n, last_tag)
+        for tag, state in remote_unsettled.items():
+            ref = sent.get(tag)
+            code = recovery.state_code(state)
+            if ref is None or code not in (recovery.ACCEPTED, recovery.REJECTED):
+                continue  # released, modified or unsettled: it is back on its queue already
+            if ref.queue.take_back_waiting(ref):
+                (ref.queue.acknowledge if code == recovery.ACCEPTED else ref.queue.reject)(ref)
 
     def _open_when_stored(self) -> None:
         """Answer the attach once the queues it created are in the store: a client told that its
@@ -417,6 +441,10 @@ class ConsumerLink:
         names. What was in flight counts as a delivery attempt when the connection failed."""
         self.active = False
         consumers, self.consumers = self.consumers, []
+        if self.keeps_state and not closed and self.deliveries:
+            recovery.memory_of(self.broker).consumer_detached(
+                self.link_key, self._tag_n,
+                {recovery.delivery_tag(d): ref for d, ref in self.deliveries.items() if ref is not None})
         self.deliveries.clear()
         self.committing.clear()  # the engine frees the link's deliveries; callbacks see active
         attempted = session_end and self._connection_failed()

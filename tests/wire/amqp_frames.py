@@ -43,6 +43,27 @@ class Frame:
         return None
 
 
+def _value(d: Data):
+    """The current value of `d`, with binary values as bytes: Proton hands them out as
+    memoryviews into the decoder's buffer, which neither outlive it nor hash (a map keyed by
+    delivery tags: an attach's unsettled map)."""
+    kind = d.type()
+    if kind == Data.BINARY:
+        return bytes(d.get_binary())
+    if kind in (Data.MAP, Data.LIST, Data.DESCRIBED):
+        d.enter()
+        items = []
+        while d.next():
+            items.append(_value(d))
+        d.exit()
+        if kind == Data.MAP:
+            return dict(zip(items[0::2], items[1::2]))
+        if kind == Data.DESCRIBED:
+            return Described(items[0], items[1] if len(items) > 1 else None)
+        return items
+    return d.get_object()
+
+
 def encode(code: int, fields: list) -> bytes:
     d = Data()
     d.put_object(Described(ulong(code), fields))
@@ -99,7 +120,7 @@ class FrameClient:
             used = d.decode(rest)
             d.rewind()
             d.next()
-            value = d.get_object()
+            value = _value(d)
             f = Frame(channel, int(value.descriptor), list(value.value or []), rest[used:])
         self.received.append((time.monotonic(), f))
         return f
