@@ -143,6 +143,7 @@ class ConsumerLink:
             return
         resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
         last_tag, sent = resumed if resumed is not None else (0, {})
+        self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
         self._tag_n = max(self._tag_n, last_tag)
         for tag, state in remote_unsettled.items():

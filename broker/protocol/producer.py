@@ -126,6 +126,7 @@ class ProducerLink:
             return
         have = recovery.memory_of(self.broker).accepted_tags(self.memory_key)
         answer = {tag: recovery.accepted_state() for tag in remote_unsettled if tag in have}
+        self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = answer
         self.resumed = set(answer)
 

@@ -61,9 +61,10 @@ def state_code(state) -> int | None:
 class _Frames:
     """Frame boundaries of one direction of a connection's byte stream."""
 
-    __slots__ = ("skip", "head", "holding")
+    __slots__ = ("skip", "head", "holding", "lost")
 
     def __init__(self) -> None:
+        self.lost = False  # a frame size that cannot be: Proton ends the connection; we stop looking
         self.skip = 0  # bytes of the current (uninteresting) frame still to pass
         self.head = b""  # the start of the current frame, read so far (an attach: all of it)
         self.holding = True  # the current frame's bytes are held until it is known (not yet passed on)
@@ -76,6 +77,10 @@ class _Frames:
         n = len(data)
         pos = 0
         view = memoryview(data)
+        if self.lost:
+            if n:
+                yield view, False
+            return
         while True:
             if self.skip and pos < n:
                 take = min(self.skip, n - pos)
@@ -95,6 +100,13 @@ class _Frames:
                     continue
                 size = struct.unpack_from(">I", head)[0]
                 body = max(head[4] * 4, 8)
+                if size < 8:
+                    self.lost = True
+                    if self.holding:
+                        yield head, False
+                    if pos < n:
+                        yield view[pos:], False
+                    return
                 need = min(size, body + 11)
                 if len(head) >= need:
                     if not (size <= MAX_ATTACH_FRAME and _is_attach(head, body, size)):
@@ -154,9 +166,10 @@ class FrameTap:
     """Per connection: the unsettled maps of the peer's attaches, and the broker's own maps to
     put into the attaches it sends."""
 
-    __slots__ = ("_in", "_out", "remote_unsettled", "answers")
+    __slots__ = ("_in", "_out", "remote_unsettled", "answers", "max_frame")
 
     def __init__(self) -> None:
+        self.max_frame = 0  # the peer's max-frame-size (0: no limit): our attach must fit in it
         self._in = _Frames()
         self._out = _Frames()
         # (peer is the receiver, link name) -> the unsettled map its attach carried
@@ -219,15 +232,21 @@ class FrameTap:
         if answer is None:
             return frame
         fields = [frame[a:b] for a, b in spans]
-        while len(fields) <= UNSETTLED_FIELD:
+        while len(fields) <= UNSETTLED_FIELD + 1:
             fields.append(b"\x40")
-        fields[UNSETTLED_FIELD] = encode(answer)
-        body = b"".join(fields)
-        listed = (bytes((0xC0, len(body) + 1, len(fields))) if len(body) + 1 < 256 and len(fields) < 256
-                  else b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)))
         end = spans[-1][1] if spans else start + 1
-        out = frame[8:start] + listed + body + frame[end:]  # extended header, descriptor, list, payload
-        return struct.pack(">I", 8 + len(out)) + frame[4:8] + out
+        entries = list(answer.items())
+        while True:
+            # A map that does not fit the peer's frames is cut, and said to be incomplete.
+            fields[UNSETTLED_FIELD] = encode(dict(entries))
+            fields[UNSETTLED_FIELD + 1] = b"\x41" if len(entries) < len(answer) else b"\x40"
+            body = b"".join(fields)
+            listed = (bytes((0xC0, len(body) + 1, len(fields))) if len(body) + 1 < 256 and len(fields) < 256
+                      else b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)))
+            out = frame[8:start] + listed + body + frame[end:]  # extended header, descriptor, list, payload
+            if not self.max_frame or 8 + len(out) <= self.max_frame or not entries:
+                return struct.pack(">I", 8 + len(out)) + frame[4:8] + out
+            entries = entries[:len(entries) // 2]
 
 
 def accepted_state() -> Described:

@@ -138,7 +138,8 @@ class FrameClient:
         self.sock.sendall(frame(channel, encode(code, fields) + payload))
 
     # -- the usual steps -----------------------------------------------------------------------
-    def handshake(self, container: str = "raw", idle_timeout_ms: int | None = None) -> Frame:
+    def handshake(self, container: str = "raw", idle_timeout_ms: int | None = None,
+                  max_frame_size: int | None = None) -> Frame:
         self.sock.sendall(SASL_HEADER)
         self.sock.sendall(frame(0, encode(SASL_INIT, [symbol("ANONYMOUS"), b""]), frame_type=1))
         assert self._read_exact(8, time.monotonic() + self.timeout) == SASL_HEADER
@@ -146,7 +147,7 @@ class FrameClient:
             pass
         self.sock.sendall(AMQP_HEADER)
         assert self._read_exact(8, time.monotonic() + self.timeout) == AMQP_HEADER
-        fields = [container, None, None, None]
+        fields = [container, None, None if max_frame_size is None else uint(max_frame_size), None]
         if idle_timeout_ms is not None:
             fields.append(uint(idle_timeout_ms))
         self.send(0, OPEN, fields)

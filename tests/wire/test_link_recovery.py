@@ -27,10 +27,10 @@ def queue_stat(broker, name: str) -> dict:
     return next(r for r in management_call(broker.url, "queue.stat") if r["queue"] == name)
 
 
-def session(broker, container: str) -> tuple[FrameClient, int]:
+def session(broker, container: str, max_frame_size: int | None = None) -> tuple[FrameClient, int]:
     """A raw connection with one session; the broker's next-outgoing-id."""
     client = FrameClient(broker.address)
-    client.handshake(container=container)
+    client.handshake(container=container, max_frame_size=max_frame_size)
     begin = client.begin(0)
     return client, int(begin.fields[1])
 
@@ -181,3 +181,22 @@ def test_frames_around_a_recovering_attach_pass_unchanged(broker):
     assert len(outcomes(client, 50)) == 50
     client.close()
     wait_for(lambda: queue_stat(broker, "rec.traffic")["messages"] == 50, message="fifty stored")
+
+
+def test_an_unsettled_map_too_big_for_the_peers_frames_is_cut_and_marked_incomplete(broker):
+    conn = connect(broker.url)
+    send(conn, "rec.many", [f"m{i}" for i in range(100)])
+    conn.close()
+    first, next_id = session(broker, "rec-many")
+    attach_receiver(first, "many", "rec.many")
+    give_credit(first, next_id, 100)
+    tags = [tag for tag, _ in read_transfers(first, 100)]
+    first.close()
+    wait_for(lambda: queue_stat(broker, "rec.many")["consumers"] == 0, message="link gone")
+    again, _ = session(broker, "rec-many", max_frame_size=512)
+    again.send(0, ATTACH, ["many", uint(0), True, None, None, Described(ulong(SOURCE), ["rec.many", UNSETTLED_STATE]),
+                           Described(ulong(TARGET), [None]), {tags[0]: None}])
+    reply = again.expect(ATTACH)
+    assert reply.fields[8] is True  # incomplete-unsettled
+    assert 0 < len(reply.fields[7]) < 100 and set(reply.fields[7]) <= set(tags)
+    again.close()
