@@ -41,6 +41,18 @@ def detach(conn, receiver) -> None:
     sync(conn)
 
 
+def subscribe_on_own_session(conn, address: str, policy: str):
+    """A receiving link on a session of its own (BlockingConnection shares one): (session, link)."""
+    session = conn.conn.session()
+    session.open()
+    link = session.receiver("sub")
+    link.source.address = address
+    link.source.expiry_policy = POLICIES[policy]
+    link.open()
+    conn.wait(lambda: link.state & link.REMOTE_ACTIVE, msg="attached")
+    return session, link
+
+
 def publish(broker, address: str, bodies) -> None:
     conn = connect(broker.url)
     sender = conn.create_sender(address, options=[Caps("topic", on="target")])
@@ -86,17 +98,7 @@ def test_a_timeout_of_zero_under_link_detach_ends_it_at_the_detach(broker):
 
 def test_session_end_keeps_a_detached_subscription_until_its_session_ends(broker):
     conn = connect(broker.url, container_id="exp-se")
-    session = conn.conn.session()
-    session.open()
-    link = session.receiver("sub")
-    link.source.address = "exp.se"
-    link.source.capabilities.put_array(False, 21)  # array of symbol
-    link.source.capabilities.enter()
-    link.source.capabilities.put_symbol("topic")
-    link.source.capabilities.exit()
-    link.source.expiry_policy = Terminus.EXPIRE_WITH_SESSION
-    link.open()
-    conn.wait(lambda: link.state & link.REMOTE_ACTIVE, msg="attached")
+    session, link = subscribe_on_own_session(conn, "topic://exp.se", "session-end")
     link.detach()
     sync(conn)
     assert queues_of(broker, "exp.se"), "kept while its session lives"
@@ -108,14 +110,7 @@ def test_session_end_keeps_a_detached_subscription_until_its_session_ends(broker
 
 def test_connection_close_keeps_it_past_its_session_until_the_connection_closes(broker):
     conn = connect(broker.url, container_id="exp-cc")
-    session = conn.conn.session()
-    session.open()
-    link = session.receiver("sub")
-    link.source.address = "topic://exp.cc"
-    link.source.expiry_policy = Terminus.EXPIRE_WITH_CONNECTION
-    link.source.timeout = 0
-    link.open()
-    conn.wait(lambda: link.state & link.REMOTE_ACTIVE, msg="attached")
+    session, _ = subscribe_on_own_session(conn, "topic://exp.cc", "connection-close")
     session.close()
     conn.wait(lambda: session.state & session.REMOTE_CLOSED, msg="end answered")
     sync(conn)

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import time
 
-from proton import Delivery, Message, symbol, timestamp
+from proton import Message, symbol, timestamp
 
-from wire_helpers import connect, nothing_more, receive_bodies, send
+from wire_helpers import connect, nothing_more, receive_bodies, send, settle_modified
 
 
 def modify(receiver, annotations: dict | None = None, failed: bool = False, undeliverable: bool = False) -> None:
-    """Settle the oldest unsettled delivery of `receiver` as modified."""
-    delivery = receiver.fetcher.unsettled.popleft()
-    delivery.local.failed = failed
-    delivery.local.undeliverable = undeliverable
-    if annotations is not None:
-        delivery.local.annotations = annotations
-    delivery.update(Delivery.MODIFIED)
-    delivery.settle()
+    settle_modified(receiver, failed=failed, undeliverable=undeliverable, annotations=annotations)
 
 
 def test_modified_annotations_are_merged_into_the_redelivered_message(broker):
