@@ -4,6 +4,7 @@ only for a redelivery count or outbound annotations).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING
 
@@ -137,12 +138,12 @@ class ConsumerLink:
     def _recover(self, remote_unsettled: dict | None) -> None:
         """A receiver re-attaching with its unsettled map (§2.6.13): our attach carries ours
         (the deliveries of the link's last attachment it had not settled); those it reports
-        settled in a terminal state get that outcome where their message still waits; the
-        rest come again as new deliveries, tagged after the old ones."""
+        accepted or rejected get that outcome where their message still waits; the rest are
+        sent again (as their messages' deliveries, under the same tags)."""
         if remote_unsettled is None:
             return
         resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
-        last_tag, sent = resumed if resumed is not None else (0, {})
+        last_tag, sent = resumed if resumed is not None else (0, self._waiting_by_tag(remote_unsettled))
         self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
         self._tag_n = max(self._tag_n, last_tag)
@@ -153,6 +154,23 @@ class ConsumerLink:
                 continue  # released, modified or unsettled: it is back on its queue already
             if ref.queue.take_back_waiting(ref):
                 (ref.queue.acknowledge if code == recovery.ACCEPTED else ref.queue.reject)(ref)
+
+    def _waiting_by_tag(self, remote_unsettled: dict) -> dict:
+        """After a broker restart nothing is remembered of the link: the tags a recovering
+        receiver names are message ids (see `send`); those of its durable subscription's
+        messages still waiting near the head of the queue (where deliveries in flight at the
+        restart are put back) are found by a bounded look, so an attach costs O(MAX_TAGS)."""
+        if not self.keeps_state or len(self.consumers) != 1:
+            return {}
+        queue = self.consumers[0].queue
+        if queue.purpose != "subscription" or not queue.durable:
+            return {}  # only a durable subscription is the link's own, kept through a restart
+        wanted = {tag: int.from_bytes(tag, "little") for tag in remote_unsettled
+                  if isinstance(tag, bytes) and len(tag) == 8}
+        if not wanted:
+            return {}
+        by_id = {ref.message.id: ref for ref in itertools.islice(queue.backlog, recovery.MAX_TAGS)}
+        return {tag: by_id[i] for tag, i in wanted.items() if i in by_id}
 
     def _open_when_stored(self) -> None:
         """Answer the attach once the queues it created are in the store: a client told that its
@@ -257,7 +275,10 @@ class ConsumerLink:
     def send(self, consumer, ref) -> None:
         """Called by the queue: write one message on this link."""
         link = self.link
-        self._tag[0] = self._tag_n = self._tag_n + 1
+        # The tag is the message's id (unique among a queue's unsettled deliveries), so a
+        # receiver recovering the link after a broker restart names messages by it; a composite
+        # source's parts could share one, so its tags count up instead.
+        self._tag[0] = self._tag_n = ref.message.id if len(self.consumers) == 1 else self._tag_n + 1
         d = lib.pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1

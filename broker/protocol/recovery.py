@@ -8,17 +8,19 @@ whose handler asked for it. It follows frame boundaries only (a header read per 
 attach frames alone are decoded, and output that holds none passes through as it is.
 
 `LinkMemory` is what the broker remembers of a link whose terminus is durable
-(`unsettled-state`) once it is detached, keyed by container id and link name, in memory: for a
+(`unsettled-state`) once it is detached, keyed by container id and link name, in memory only
+(not through a restart): for a
 consumer link the deliveries it had not settled (their refs, back on the queue meanwhile) and
 its last delivery tag; for a producer link the tags of the transfers it accepted last. Both are
 bounded (MAX_LINKS links, MAX_TAGS tags a link), oldest first out.
 
 What a recovering client gets:
 - a receiver re-attaching with its unsettled map: the broker's attach carries its own map (the
-  tags it sent and the receiver had not settled); a delivery the receiver reports in a terminal
-  state (accepted, rejected, released, modified) is given that outcome if its message still
-  waits on the queue; the others are delivered again, as new deliveries (Proton cannot send a
-  transfer with the `resume` flag), and new tags continue after the old ones;
+  tags it sent and the receiver had not settled); a delivery the receiver reports accepted or
+  rejected is given that outcome if its message still waits on the queue; the others are sent
+  again under the same tag (a consumer link's tags are message ids), but without the `resume`
+  flag, which Proton cannot set. After a broker restart nothing of the link is remembered; for
+  a durable subscription the tags are looked up as message ids near the head of its queue;
 - a sender re-attaching with its unsettled map: the broker's attach carries, of those tags,
   the ones it accepted (state `accepted`); a transfer re-sent with one of them is settled
   `accepted` and not enqueued again.
