@@ -147,13 +147,18 @@ class ConsumerLink:
         self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
         self._tag_n = max(self._tag_n, last_tag)
+        resume = []
         for tag, state in remote_unsettled.items():
             ref = sent.get(tag)
             code = recovery.state_code(state)
-            if ref is None or code not in (recovery.ACCEPTED, recovery.REJECTED):
-                continue  # released, modified or unsettled: it is back on its queue already
-            if ref.queue.take_back_waiting(ref):
+            if ref is None:
+                continue
+            if code not in (recovery.ACCEPTED, recovery.REJECTED):
+                resume.append(tag)  # back on its queue: sent again, as the same delivery resumed
+            elif ref.queue.take_back_waiting(ref):
                 (ref.queue.acknowledge if code == recovery.ACCEPTED else ref.queue.reject)(ref)
+        if resume and len(self.consumers) == 1:  # tags are message ids: the resent ones match
+            self.conn.frame_tap.resuming[self.name] = recovery.ResumeTags(resume)
 
     def _waiting_by_tag(self, remote_unsettled: dict) -> dict:
         """After a broker restart nothing is remembered of the link: the tags a recovering
@@ -463,6 +468,7 @@ class ConsumerLink:
         names. What was in flight counts as a delivery attempt when the connection failed."""
         self.active = False
         consumers, self.consumers = self.consumers, []
+        self.conn.frame_tap.forget(self.name)
         if self.keeps_state and not closed and self.deliveries:
             recovery.memory_of(self.broker).consumer_detached(
                 self.link_key, self._tag_n,

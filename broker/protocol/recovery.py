@@ -35,7 +35,8 @@ from cproton_ffi import ffi, lib
 
 from .amqptypes import Described, DecodeError, ULong, decode, encode, skip
 
-ATTACH = 0x12
+ATTACH, TRANSFER = 0x12, 0x14
+RESUME_FIELD = 8  # transfer: handle, delivery-id, delivery-tag, format, settled, more, rcv-settle-mode, state, resume
 ACCEPTED, REJECTED, RELEASED, MODIFIED = 0x24, 0x25, 0x26, 0x27
 TERMINAL = (ACCEPTED, REJECTED, RELEASED, MODIFIED)
 UNSETTLED_FIELD = 7  # attach: name, handle, role, snd-settle-mode, rcv-settle-mode, source, target, unsettled
@@ -71,22 +72,22 @@ class _Frames:
         self.head = b""  # the start of the current frame, read so far (an attach: all of it)
         self.holding = True  # the current frame's bytes are held until it is known (not yet passed on)
 
-    def split(self, data, hold: bool = True):
-        """Yield (piece, is_attach): the stream in order, as pass-through pieces and, when
-        `hold` was asked at the frame's start, whole attach frames. Without `hold` the bytes
-        are passed on as they come (pieces are then exactly `data`, in order) and attach
-        frames are only recognised."""
+    def split(self, data, hold: bool = True, codes: tuple[int, ...] = (ATTACH,)):
+        """Yield (piece, code): the stream in order, as pass-through pieces (code None) and,
+        when `hold` was asked at the frame's start, whole frames of the performatives in
+        `codes`. Without `hold` the bytes are passed on as they come (pieces are then exactly
+        `data`, in order)."""
         n = len(data)
         pos = 0
         view = memoryview(data)
         if self.lost:
             if n:
-                yield view, False
+                yield view, None
             return
         while True:
             if self.skip and pos < n:
                 take = min(self.skip, n - pos)
-                yield view[pos:pos + take], False
+                yield view[pos:pos + take], None
                 pos += take
                 self.skip -= take
                 continue
@@ -98,30 +99,31 @@ class _Frames:
                 if head[:4] == b"AMQP":  # a protocol header
                     self.head = b""
                     if self.holding:
-                        yield head, False
+                        yield head, None
                     continue
                 size = struct.unpack_from(">I", head)[0]
                 body = max(head[4] * 4, 8)
                 if size < 8:
                     self.lost = True
                     if self.holding:
-                        yield head, False
+                        yield head, None
                     if pos < n:
-                        yield view[pos:], False
+                        yield view[pos:], None
                     return
                 need = min(size, body + 11)
                 if len(head) >= need:
-                    if not (size <= MAX_ATTACH_FRAME and _is_attach(head, body, size)):
+                    code = _code(head, body, size) if size <= MAX_ATTACH_FRAME else None
+                    if code not in codes:
                         self.head = b""
                         self.skip = size - len(head)
                         if self.holding:
-                            yield head, False
+                            yield head, None
                         continue
                     need = size
                     if len(head) >= size:
                         self.head = b""
                         if self.holding:
-                            yield head, True
+                            yield head, code
                         continue
             if pos >= n:
                 break  # the rest of this frame comes with the next data
@@ -130,17 +132,19 @@ class _Frames:
             self.head = head + bytes(piece)
             pos += take
             if not self.holding:
-                yield piece, False
+                yield piece, None
 
 
-def _is_attach(head: bytes, body: int, size: int) -> bool:
+def _code(head: bytes, body: int, size: int) -> int | None:
+    """The performative code of a frame whose first bytes are `head` (None: not one)."""
     if size < body + 3 or head[body] != 0x00:
-        return False
+        return None
     if head[body + 1] == 0x53:
-        return head[body + 2] == ATTACH
-    if head[body + 1] == 0x80 and size >= body + 10:
-        return len(head) >= body + 10 and head[body + 2:body + 10] == b"\0" * 7 + bytes((ATTACH,))
-    return False
+        return head[body + 2]
+    if head[body + 1] == 0x80 and size >= body + 10 and len(head) >= body + 10 \
+            and head[body + 2:body + 9] == b"\0" * 7:
+        return head[body + 9]
+    return None
 
 
 def _fields(frame: bytes) -> tuple[int, list[tuple[int, int]]] | None:
@@ -168,7 +172,7 @@ class FrameTap:
     """Per connection: the unsettled maps of the peer's attaches, and the broker's own maps to
     put into the attaches it sends."""
 
-    __slots__ = ("_in", "_out", "remote_unsettled", "answers", "max_frame")
+    __slots__ = ("_in", "_out", "remote_unsettled", "answers", "max_frame", "resuming", "_resuming_handles")
 
     def __init__(self) -> None:
         self.max_frame = 0  # the peer's max-frame-size (0: no limit): our attach must fit in it
@@ -177,10 +181,14 @@ class FrameTap:
         # (peer is the receiver, link name) -> the unsettled map its attach carried
         self.remote_unsettled: OrderedDict[tuple[bool, str], dict] = OrderedDict()
         self.answers: dict[str, dict] = {}  # link name -> our unsettled map for our attach
+        # link name -> tags of deliveries we send again on a recovered link (resume flag set),
+        # then by (channel, our handle) once our attach for the link has gone out
+        self.resuming: dict[str, set] = {}
+        self._resuming_handles: dict[tuple[int, int], tuple[str, set]] = {}
 
     def incoming(self, data: bytes) -> None:
-        for piece, attach in self._in.split(data):
-            if attach:
+        for piece, code in self._in.split(data):
+            if code == ATTACH:
                 self._read_attach(bytes(piece))
 
     def _read_attach(self, frame: bytes) -> None:
@@ -207,19 +215,60 @@ class FrameTap:
         return self.remote_unsettled.pop((peer_receives, name), None)
 
     def outgoing(self, data: bytes) -> bytes:
-        """The output with the broker's unsettled maps put into its attach frames. With no
-        map to put (nearly always) the bytes pass as they are; the frame boundaries are
-        followed all the same."""
-        if not self.answers and not (self._out.head and self._out.holding):
+        """The output with the broker's unsettled maps put into its attach frames, and the
+        resume flag on transfers sent again on a recovered link. With nothing to change
+        (nearly always) the bytes pass as they are; the frame boundaries are followed all the
+        same."""
+        hold = bool(self.answers or self.resuming or self._resuming_handles)
+        if not hold and not (self._out.head and self._out.holding):
             for _ in self._out.split(data, hold=False):
                 pass
             return data
+        codes = (ATTACH, TRANSFER) if self._resuming_handles or self.resuming else (ATTACH,)
         pieces = []
-        for piece, attach in self._out.split(data, hold=bool(self.answers)):
-            if attach and self.answers:
+        for piece, code in self._out.split(data, hold=hold, codes=codes):
+            if code == ATTACH:
                 piece = self._answer(bytes(piece))
+            elif code == TRANSFER:
+                piece = self._resume(bytes(piece))
             pieces.append(piece)
         return b"".join(pieces)
+
+    def forget(self, name: str) -> None:
+        """The link is gone: nothing more to resume on it."""
+        self.resuming.pop(name, None)
+        for key in [k for k, (n, _) in self._resuming_handles.items() if n == name]:
+            del self._resuming_handles[key]
+
+    def _resume(self, frame: bytes) -> bytes:
+        try:
+            channel = struct.unpack_from(">H", frame, 6)[0]
+            start, spans = _fields(frame) or (0, [])
+            if len(spans) < 3:
+                return frame
+            handle, _ = decode(frame, spans[0][0])
+            entry = self._resuming_handles.get((channel, int(handle)))
+            if entry is None:
+                return frame
+            tag, _ = decode(frame, spans[2][0])
+        except (DecodeError, IndexError, struct.error, TypeError, ValueError):
+            return frame
+        name, tags = entry
+        # Looked for among the link's next transfers only (the messages may have gone to other
+        # consumers meanwhile): after that the link's transfers pass unread again.
+        tags.budget -= 1
+        if tags.budget <= 0:
+            del self._resuming_handles[(channel, int(handle))]
+        if tag not in tags:
+            return frame
+        tags.discard(tag)
+        if not tags:
+            self._resuming_handles.pop((channel, int(handle)), None)
+        fields = [frame[a:b] for a, b in spans]
+        while len(fields) <= RESUME_FIELD:
+            fields.append(b"\x40")
+        fields[RESUME_FIELD] = b"\x41"
+        return _rebuilt(frame, start, spans, fields)
 
     def _answer(self, frame: bytes) -> bytes:
         try:
@@ -230,25 +279,53 @@ class FrameTap:
             name, _ = decode(frame, spans[0][0])
         except (DecodeError, IndexError, struct.error):
             return frame
-        answer = self.answers.pop(name, None) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return frame
+        tags = self.resuming.pop(name, None)
+        if tags:
+            try:
+                channel = struct.unpack_from(">H", frame, 6)[0]
+                handle, _ = decode(frame, spans[1][0])
+                self._resuming_handles[(channel, int(handle))] = (name, tags)
+            except (DecodeError, IndexError, struct.error, TypeError, ValueError):
+                pass
+        answer = self.answers.pop(name, None)
         if answer is None:
             return frame
         fields = [frame[a:b] for a, b in spans]
         while len(fields) <= UNSETTLED_FIELD + 1:
             fields.append(b"\x40")
-        end = spans[-1][1] if spans else start + 1
         entries = list(answer.items())
         while True:
             # A map that does not fit the peer's frames is cut, and said to be incomplete.
             fields[UNSETTLED_FIELD] = encode(dict(entries))
             fields[UNSETTLED_FIELD + 1] = b"\x41" if len(entries) < len(answer) else b"\x40"
-            body = b"".join(fields)
-            listed = (bytes((0xC0, len(body) + 1, len(fields))) if len(body) + 1 < 256 and len(fields) < 256
-                      else b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)))
-            out = frame[8:start] + listed + body + frame[end:]  # extended header, descriptor, list, payload
-            if not self.max_frame or 8 + len(out) <= self.max_frame or not entries:
-                return struct.pack(">I", 8 + len(out)) + frame[4:8] + out
+            out = _rebuilt(frame, start, spans, fields)
+            if not self.max_frame or len(out) <= self.max_frame or not entries:
+                return out
             entries = entries[:len(entries) // 2]
+
+
+class ResumeTags(set):
+    """Tags of deliveries to send again with the resume flag, looked for among the next
+    `budget` transfers of their link."""
+
+    __slots__ = ("budget",)
+
+    def __init__(self, tags) -> None:
+        super().__init__(tags)
+        self.budget = len(self) + MAX_TAGS
+
+
+def _rebuilt(frame: bytes, start: int, spans: list[tuple[int, int]], fields: list[bytes]) -> bytes:
+    """`frame` with its performative's list (at `start`, fields at `spans`) made of `fields`;
+    the frame header, extended header, descriptor and payload kept."""
+    body = b"".join(fields)
+    listed = (bytes((0xC0, len(body) + 1, len(fields))) if len(body) + 1 < 256 and len(fields) < 256
+              else b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)))
+    end = spans[-1][1] if spans else start + (3 if frame[start] == 0xC0 else 9 if frame[start] == 0xD0 else 1)
+    out = frame[8:start] + listed + body + frame[end:]
+    return struct.pack(">I", 8 + len(out)) + frame[4:8] + out
 
 
 def accepted_state() -> Described:

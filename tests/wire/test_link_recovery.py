@@ -73,13 +73,19 @@ def give_credit(client: FrameClient, next_incoming: int, credit: int, delivery_c
                           uint(delivery_count), uint(credit)])
 
 
-def read_transfers(client: FrameClient, count: int) -> list[tuple[bytes, bytes]]:
-    """(tag, payload) of the next `count` transfers."""
+def read_transfers(client: FrameClient, count: int, frames: list | None = None) -> list[tuple[bytes, bytes]]:
+    """(tag, payload) of the next `count` transfers (their frames appended to `frames`)."""
     out = []
     while len(out) < count:
         f = client.expect(TRANSFER)
         out.append((bytes(f.fields[2]), f.payload))
+        if frames is not None:
+            frames.append(f)
     return out
+
+
+def resumed(frame) -> bool:
+    return len(frame.fields) > 8 and frame.fields[8] is True
 
 
 def test_a_recovering_sender_learns_what_the_broker_has_and_nothing_is_enqueued_twice(broker):
@@ -141,7 +147,9 @@ def test_a_recovering_receiver_resumes_exactly_what_it_had_not_settled(broker):
     reply = attach_receiver(again, "inbox-link", "rec.inbox", unsettled={tags[0]: ACCEPTED, tags[1]: None})
     assert set(reply.fields[7]) == set(tags)  # the broker's map: every delivery it had not seen settled
     give_credit(again, next_id, 10)
-    resent = read_transfers(again, 2)
+    frames: list = []
+    resent = read_transfers(again, 2, frames)
+    assert [resumed(f) for f in frames] == [True, False]  # m2 it named unsettled: resumed; m3 it did not name
     bodies = [payload for _, payload in resent]
     assert [b"m2" in p for p in bodies] == [True, False] and b"m3" in bodies[1]
     assert [tag for tag, _ in resent] == tags[1:]  # the same deliveries, under their tags
@@ -225,7 +233,9 @@ def test_a_durable_subscription_link_is_recovered_across_a_broker_restart(start_
                             unsettled={tags[0]: ACCEPTED, tags[1]: None})
     assert set(reply.fields[7]) == {tags[0], tags[1]}  # the two it names that the broker still has
     give_credit(again, next_id, 10)
-    resent = [payload for _, payload in read_transfers(again, 2)]
+    frames: list = []
+    resent = [payload for _, payload in read_transfers(again, 2, frames)]
     assert b"t2" in resent[0] and b"t3" in resent[1]
+    assert [resumed(f) for f in frames] == [True, False]
     wait_for(lambda: queue_stat(b, "rec-durable.ticker")["acked"] == 1, message="t1 acknowledged")
     again.close()
