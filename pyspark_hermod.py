@@ -6,7 +6,7 @@ from __future__ import annotations
 
 def __getattr__(name: str):
     if name == "DefaultSource":
-        from broker.spark.source import HermodDataSource
+        from hermod.broker.spark.source import HermodDataSource
 
         return HermodDataSource
     raise AttributeError(f"module 'pyspark_hermod' has no attribute {name!r}")

@@ -18,19 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "store"))
 
-from broker.tools.clients import management_call  # noqa: E402
+from hermod.broker.tools.clients import management_call  # noqa: E402
 from pgcluster import PgCluster  # noqa: E402
 
 
 def run(name: str, config: str, count: int) -> str:
     work = Path(tempfile.mkdtemp(prefix="hermod-durable-"))
     (work / "hermod.toml").write_text(config)
-    broker = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--config",
+    broker = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--config",
                                str(work / "hermod.toml"), "--log-level", "warning"],
                               stdout=subprocess.PIPE, text=True, cwd=work)
     try:
         url = re.search(r"(amqp://\S+)", broker.stdout.readline()).group(1)
-        perf = subprocess.run([sys.executable, "-m", "broker", "perf", "--mode", "throughput", "--url", url,
+        perf = subprocess.run([sys.executable, "-m", "hermod.broker", "perf", "--mode", "throughput", "--url", url,
                                "--count", str(count), "--size", "1024", "--durable", "--pid", str(broker.pid)],
                               capture_output=True, text=True, timeout=900)
         line = perf.stdout.strip().splitlines()[-1] if perf.stdout.strip() else perf.stderr.strip()

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.tools.perfclient import Client, Consumer, Producer, encode_message  # noqa: E402
-from broker.tools.perfrun import process_tree  # noqa: E402
+from hermod.broker.tools.perfclient import Client, Consumer, Producer, encode_message  # noqa: E402
+from hermod.broker.tools.perfrun import process_tree  # noqa: E402
 
 
 def diverts_config(n: int) -> str:
@@ -52,7 +52,7 @@ def cpu_seconds(pid: int) -> float:
 def run_case(config: str, address: str, groups: list[str], count: int) -> tuple[float, float]:
     work = Path(tempfile.mkdtemp(prefix="hermod-fanout-"))
     (work / "hermod.toml").write_text(config)
-    broker = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--store", "memory",
+    broker = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", "memory",
                                "--config", str(work / "hermod.toml"), "--log-level", "warning"],
                               stdout=subprocess.PIPE, text=True, cwd=work)
     try:

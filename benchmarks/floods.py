@@ -40,7 +40,7 @@ from raw_amqp import (  # noqa: E402
     transfer,
 )
 
-from broker.tools.perfclient import Client, Producer, encode_message  # noqa: E402
+from hermod.broker.tools.perfclient import Client, Producer, encode_message  # noqa: E402
 
 SELECTOR = ulong(0x0000468C00000004)
 

@@ -14,10 +14,10 @@ import statistics
 import time
 import urllib.request
 
-from broker.app import Broker
-from broker.config import Config
-from broker.http.api import Api
-from broker.http.server import HttpServer
+from hermod.broker.app import Broker
+from hermod.broker.config import Config
+from hermod.broker.http.api import Api
+from hermod.broker.http.server import HttpServer
 
 
 def main() -> None:

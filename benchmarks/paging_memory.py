@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.tools.perfclient import Client, Consumer, Producer, encode_message  # noqa: E402
+from hermod.broker.tools.perfclient import Client, Consumer, Producer, encode_message  # noqa: E402
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int:
@@ -54,7 +54,7 @@ match = "flood"
 max_size_bytes = {args.limit_mb * 1024 * 1024}
 address_full_policy = "page"
 """)
-    broker = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--config", str(cfg),
+    broker = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--config", str(cfg),
                                "--log-level", "warning"], stdout=subprocess.PIPE, text=True, cwd=work)
     line = broker.stdout.readline()
     port = int(re.search(r":(\d+)\s*$", line).group(1))

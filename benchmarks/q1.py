@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from broker.tools.perfrun import process_tree  # noqa: E402
+from hermod.broker.tools.perfrun import process_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -107,9 +107,9 @@ class Hermod:
         self.proc = None
 
     def start(self) -> tuple[int, int]:
-        # `-m broker` from the source dir: that tree's package wins over the installed one.
+        # `-m hermod.broker` from the source dir: that tree's package wins over the installed one.
         env = dict(os.environ, PYTHONPATH=str(self.src))
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "run", "--port", "0", "--store", "memory",
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", "memory",
                                       "--log-level", "warning"],
                                      cwd=self.src, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         m = wait_for_line(self.proc, r"hermod listening on amqp://[^ ]*:(\d+)", 30)
@@ -332,7 +332,7 @@ def _client_realtime() -> None:
 def perf(port: int, pid: int, address: str, extra: list[str], timeout: float, realtime: bool = False) -> dict:
     """Run `hermod perf` (this repo's work tree) and parse its result line. With `realtime`, the
     client runs under SCHED_FIFO (the caller does the same for the broker's threads)."""
-    cmd = [sys.executable, "-m", "broker", "perf", "--url", f"amqp://127.0.0.1:{port}", "--address", address,
+    cmd = [sys.executable, "-m", "hermod.broker", "perf", "--url", f"amqp://127.0.0.1:{port}", "--address", address,
            "--pid", str(pid), "--timeout", str(timeout)] + extra
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 60,
                           preexec_fn=_client_realtime if realtime else None)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.core.selectable import message_lookup  # noqa: E402
-from broker.selector import compile_selector  # noqa: E402
+from hermod.broker.core.selectable import message_lookup  # noqa: E402
+from hermod.broker.selector import compile_selector  # noqa: E402
 
 SELECTOR = "region = 'EU' AND price > 100"
 

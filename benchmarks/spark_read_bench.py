@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "tests" / "store"))
 def fill(url: str, rows: int) -> None:
     from sqlalchemy import insert
 
-    import store
-    from broker.spark.rows import encode_message
-    from store.engine import make_engine
-    from store.models import retained_messages
+    from hermod import store
+    from hermod.broker.spark.rows import encode_message
+    from hermod.store.engine import make_engine
+    from hermod.store.models import retained_messages
 
     store.schema.upgrade(url)
     engine = make_engine(url, sqlite_synchronous="NORMAL")
@@ -64,7 +64,7 @@ def time_spark(spark, url: str, partitions: int, reps: int) -> float:
 
 
 def time_plain(url: str) -> float:
-    from broker.spark.store_reader import IdRange, Selection, read
+    from hermod.broker.spark.store_reader import IdRange, Selection, read
 
     started = time.perf_counter()
     for _ in read(Selection(url), IdRange(0, 2 ** 62)):

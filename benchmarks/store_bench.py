@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "store"))
 
-import store  # noqa: E402
-from broker.core.ports import (  # noqa: E402
+from hermod import store  # noqa: E402
+from hermod.broker.core.ports import (  # noqa: E402
     AddMessage,
     AddReference,
     AddressRecord,

@@ -60,7 +60,7 @@ def open_journal(cfg: config_mod.Config, post):
     if url == "memory":
         from .core.postoffice import MemoryJournal
         return MemoryJournal()
-    import store
+    from hermod import store
     try:
         # HERMOD_STORE_GIVE_UP_S, when set, overrides `[store] give_up_s` (tests shorten it).
         give_up = None if os.environ.get("HERMOD_STORE_GIVE_UP_S") else cfg.store.give_up_s
@@ -72,7 +72,7 @@ def open_journal(cfg: config_mod.Config, post):
 
 def _store_error(url: str, error: BaseException) -> str:
     """One line about the store, never showing its password."""
-    from store.engine import display_url
+    from hermod.store.engine import display_url
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     shown = display_url(url)
     return text if shown in text else f"store {shown}: {text}"
@@ -167,8 +167,8 @@ def cmd_db_upgrade(args) -> int:
     if url == "memory":
         print("store is 'memory': nothing to upgrade")
         return 0
-    import store
-    from store.engine import display_url
+    from hermod import store
+    from hermod.store.engine import display_url
     try:
         store.schema.upgrade(url)
     except store.StoreError as e:
@@ -271,7 +271,7 @@ def cmd_replay(args) -> int:
         raise CliError("replay needs a database store (--store URL or [store] url in --config)")
     host = cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
     url = args.url or f"amqp://{host}:{cfg.server.port}"
-    import store
+    from hermod import store
     from sqlalchemy.exc import SQLAlchemyError
     try:
         sent = replay(cfg.store.url, url, args.address, parse_time(args.from_time),
@@ -285,7 +285,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_analyse(args) -> int:
-    from pipeline.analyse import AnalyseError, run
+    from hermod.pipeline.analyse import AnalyseError, run
     try:
         run(args)
     except AnalyseError as e:
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_replay)
 
     ana = sub.add_parser("analyse", help="the analytics job on Spark")
-    from pipeline.analyse import add_arguments as add_analyse_arguments
+    from hermod.pipeline.analyse import add_arguments as add_analyse_arguments
     add_analyse_arguments(ana)
     ana.set_defaults(func=cmd_analyse)
 

@@ -54,8 +54,8 @@ def retained(store_url: str, address: str, from_ms: int, to_ms: int,
     in id (arrival) order, read in keyset pages so the store is never held in one transaction."""
     from sqlalchemy import select
 
-    from store.engine import make_engine
-    from store.models import retained_messages as r
+    from hermod.store.engine import make_engine
+    from hermod.store.models import retained_messages as r
 
     engine = make_engine(store_url)
     try:

@@ -44,7 +44,7 @@ def retention_configured(address_settings) -> bool:
 def purge(engine: Engine, settings: SettingsRepository, now_ms: int | None = None) -> PurgeResult:
     """One pass: for every address with retained rows, delete those older than its N days (and
     their acknowledgement records). Returns how many rows went."""
-    from store.models import acknowledgements, retained_messages
+    from hermod.store.models import acknowledgements, retained_messages
 
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     r = retained_messages.c
@@ -94,7 +94,7 @@ class RetentionPurger:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        from store.engine import make_engine
+        from hermod.store.engine import make_engine
 
         engine: Engine | None = None
         try:
@@ -116,7 +116,7 @@ class RetentionPurger:
 
 def start_purger(cfg, interval_s: float | None = None) -> RetentionPurger | None:
     """Start the purge thread when the store is a database and some address retains messages."""
-    from store.engine import is_memory
+    from hermod.store.engine import is_memory
 
     if is_memory(cfg.store.url) or not retention_configured(cfg.address_settings):
         return None

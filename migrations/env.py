@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from store.models import metadata
+from hermod.store.models import metadata
 
 
 def _configure(connection: Connection) -> None:
@@ -43,7 +43,7 @@ def run_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    from store.engine import make_engine
+    from hermod.store.engine import make_engine
 
     engine = make_engine(context.config.get_main_option("sqlalchemy.url"))
     try:

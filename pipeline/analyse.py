@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> Path:
 
 
 def _check(request: Request) -> None:
-    from broker.replay import ReplayError, parse_time
+    from hermod.broker.replay import ReplayError, parse_time
 
     if request.bucket <= 0:
         raise AnalyseError(f"--bucket must be a positive number of seconds, not {request.bucket}")
@@ -84,7 +84,7 @@ def _check(request: Request) -> None:
                 parse_time(value)
     except ReplayError as error:
         raise AnalyseError(str(error)) from None
-    from store.engine import is_memory
+    from hermod.store.engine import is_memory
 
     if is_memory(request.store):
         raise AnalyseError("analyse needs a database store (sqlite:/// or postgresql:// URL)")
@@ -104,10 +104,10 @@ def analyse(spark, request: Request) -> dict:
     """Compute the four tables, write every output file; returns the collected summary rows."""
     from pyspark.sql import functions as F
 
-    import broker.spark
+    import hermod.broker.spark
 
     _check(request)
-    broker.spark.register(spark)
+    hermod.broker.spark.register(spark)
     out = request.out
     out.mkdir(parents=True, exist_ok=True)
     bucket = int(request.bucket)
@@ -131,7 +131,7 @@ def analyse(spark, request: Request) -> dict:
                   F.min("arrival_time").alias("first"), F.max("arrival_time").alias("last"))
              .orderBy("address"))
 
-    from broker.replay import parse_time
+    from hermod.broker.replay import parse_time
 
     acks = _read(spark, request, "acknowledgements").where(F.col("address").isNotNull())
     if request.from_time:

@@ -32,7 +32,7 @@ from sqlalchemy import Connection, bindparam, delete, exists, insert, select, te
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from broker.core.ports import (
+from hermod.broker.core.ports import (
     AddMessage,
     AddReference,
     DeleteAddress,

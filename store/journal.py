@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from broker.core.ports import Operation, Recovered, StoredReference
+from hermod.broker.core.ports import Operation, Recovered, StoredReference
 
 from . import recovery
 from .apply import Applier

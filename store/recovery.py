@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, func, select
 
-from broker.core.flow import REF_OVERHEAD_BYTES
-from broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
+from hermod.broker.core.flow import REF_OVERHEAD_BYTES
+from hermod.broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
 
 from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
                      messages, queues, retained_messages)

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-import migrations
+from hermod import migrations
 
 from .engine import display_url, make_engine
 from .errors import (

@@ -29,7 +29,7 @@ class BrokerProcess:
 
     def start(self, timeout: float = 20) -> BrokerProcess:
         env = dict(os.environ, PYTHONUNBUFFERED="1", **(self.env or {}))
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "run", *self.args], cwd=self.cwd,
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "run", *self.args], cwd=self.cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         ready = threading.Event()
 

@@ -1,7 +1,7 @@
 """Hermod on Apache Spark: the `hermod` PySpark data source (format `hermod`).
 
-    import broker.spark
-    broker.spark.register(spark)          # harmless twice; also found without it (pyspark_hermod)
+    import hermod.broker.spark
+    hermod.broker.spark.register(spark)          # harmless twice; also found without it (pyspark_hermod)
     df = spark.read.format("hermod").option("store", "sqlite:///hermod-data/hermod.db").load()
 
 Importing this package costs nothing: PySpark is imported only when the data source is used.

@@ -17,7 +17,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from broker.protocol import codec
+from hermod.broker.protocol import codec
 
 TYPE_NAMES: dict[int, str] = {
     0x40: "null", 0x41: "boolean", 0x42: "boolean", 0x56: "boolean",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from broker.protocol import codec
+from hermod.broker.protocol import codec
 
 from .amqp_types import encode_map, id_text, typed_text_map
 

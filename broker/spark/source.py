@@ -91,8 +91,8 @@ class RangePartition(InputPartition):
 
 class StoreReader(DataSourceReader):
     def __init__(self, options, schema: StructType | None = None) -> None:
-        from broker.replay import ReplayError, parse_time
-        from store.engine import make_engine
+        from hermod.broker.replay import ReplayError, parse_time
+        from hermod.store.engine import make_engine
 
         url = options["store"]
         table = options.get("table", "messages")

@@ -56,7 +56,7 @@ def schema_of(table: str) -> str:
 
 
 def _table(name: str):
-    from store.models import acknowledgements, dead_letters, retained_messages
+    from hermod.store.models import acknowledgements, dead_letters, retained_messages
 
     return {"messages": retained_messages, "acknowledgements": acknowledgements,
             "dead_letters": dead_letters}[name]
@@ -81,13 +81,13 @@ def resolve_addresses(engine, table: str, pattern: str | None) -> tuple[str, ...
     """The concrete addresses an `address` option names (`match` wildcards allowed)."""
     if pattern is None:
         return None
-    from broker.core import wildcards
+    from hermod.broker.core import wildcards
 
     if not any(ch in pattern for ch in "*#>"):
         return (pattern,)
     from sqlalchemy import select
 
-    from store.models import dead_letters, retained_messages
+    from hermod.store.models import dead_letters, retained_messages
 
     column = dead_letters.c.original_address if table == "dead_letters" else retained_messages.c.address
     with engine.connect() as connection:
@@ -125,7 +125,7 @@ def plan(engine, selection: Selection, partitions: int | None) -> list[IdRange]:
 def _retained_ids(selection: Selection):
     from sqlalchemy import select
 
-    from store.models import retained_messages as r
+    from hermod.store.models import retained_messages as r
 
     return select(r.c.message_id).where(r.c.address.in_(selection.addresses))
 
@@ -134,7 +134,7 @@ def read(selection: Selection, id_range: IdRange, engine=None) -> Iterator[tuple
     """The rows of one partition, in id order, as the table's Spark columns."""
     if id_range.first > id_range.last:
         return
-    from store.engine import make_engine
+    from hermod.store.engine import make_engine
 
     own = engine is None
     engine = make_engine(selection.url) if own else engine
@@ -164,7 +164,7 @@ def _raw_messages(engine, selection: Selection, id_range: IdRange) -> Iterator[t
     """The contract's columns with both timestamps as epoch ms (or None)."""
     from sqlalchemy import select
 
-    from store.models import retained_messages as r
+    from hermod.store.models import retained_messages as r
 
     from .rows import message_columns
 
@@ -183,7 +183,7 @@ def read_arrow(selection: Selection, id_range: IdRange, arrow_schema, rows_per_b
         return
     import pyarrow as pa
 
-    from store.engine import make_engine
+    from hermod.store.engine import make_engine
 
     types = [field.type for field in arrow_schema]
     timestamps = {6, 7}
@@ -215,7 +215,7 @@ def read_arrow(selection: Selection, id_range: IdRange, arrow_schema, rows_per_b
 def _read_acknowledgements(engine, selection: Selection, id_range: IdRange) -> Iterator[tuple]:
     from sqlalchemy import select
 
-    from store.models import acknowledgements as a, retained_messages as r
+    from hermod.store.models import acknowledgements as a, retained_messages as r
 
     from .rows import epoch_ms_to_datetime
 
@@ -235,7 +235,7 @@ def _read_acknowledgements(engine, selection: Selection, id_range: IdRange) -> I
 def _read_dead_letters(engine, selection: Selection, id_range: IdRange) -> Iterator[tuple]:
     from sqlalchemy import select
 
-    from store.models import dead_letters as d
+    from hermod.store.models import dead_letters as d
 
     from .rows import epoch_ms_to_datetime
 

@@ -132,7 +132,7 @@ def main(args) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m broker.tools.perf
+if __name__ == "__main__":  # python -m hermod.broker.tools.perf
     parser = argparse.ArgumentParser(prog="hermod perf")
     add_arguments(parser)
     sys.exit(main(parser.parse_args()))

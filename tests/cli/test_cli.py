@@ -11,7 +11,7 @@ from hermod_testing import BrokerProcess
 
 
 def hermod(*args: str, timeout: float = 60, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
 
 
@@ -120,11 +120,11 @@ def test_user_add_writes_a_hash_not_the_password(tmp_path):
     text = cfg.read_text()
     assert "s3cret-pw" not in text
     import tomllib
-    from broker.security.passwords import verify_password
+    from hermod.broker.security.passwords import verify_password
     user = tomllib.loads(text)["security"]["user"][0]
     assert user["name"] == "alice" and user["roles"] == ["producer", "consumer"]
     assert verify_password("s3cret-pw", user["password_hash"])
     assert not verify_password("wrong", user["password_hash"])
     # and the file is still a valid config
-    from broker.config import load
+    from hermod.broker.config import load
     assert load(cfg).security["users"][0]["name"] == "alice"

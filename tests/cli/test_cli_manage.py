@@ -10,7 +10,7 @@ from proton.utils import BlockingConnection
 
 
 def hermod(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], capture_output=True, text=True, timeout=60)
 
 
 def _send(url: str, address: str, *bodies: str) -> None:

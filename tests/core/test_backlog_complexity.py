@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core import links
-from broker.core import queue as queue_module
-from broker.core.message import ANYCAST, Message
-from broker.core.postoffice import PostOffice
+from hermod.broker.core import links
+from hermod.broker.core import queue as queue_module
+from hermod.broker.core.message import ANYCAST, Message
+from hermod.broker.core.postoffice import PostOffice
 
 from test_queue_delivery import Clock, Env, fire_timers, put
 from test_routing import Sink, bodies

@@ -6,11 +6,11 @@ import pytest
 
 from test_routing import Envelope  # the codec's fields as plain values
 
-from broker.core import errors, links, ports
-from broker.core.message import ANYCAST, Message
-from broker.core.postoffice import PostOffice
-from broker.core.settings import SettingsRepository
-from broker.core.transactions import TransactionTimedOut, Transactions, UnknownTransaction
+from hermod.broker.core import errors, links, ports
+from hermod.broker.core.message import ANYCAST, Message
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.settings import SettingsRepository
+from hermod.broker.core.transactions import TransactionTimedOut, Transactions, UnknownTransaction
 
 
 class Journal:

@@ -2,9 +2,9 @@
 rules drop it by design, and a unit the store commits after its queue went is not `accepted`."""
 from __future__ import annotations
 
-from broker.core import errors, links
-from broker.core.message import ANYCAST, MULTICAST
-from broker.core.postoffice import PostOffice
+from hermod.broker.core import errors, links
+from hermod.broker.core.message import ANYCAST, MULTICAST
+from hermod.broker.core.postoffice import PostOffice
 
 from test_queue_delivery import fire_timers
 from test_routing import consume, msg
@@ -130,7 +130,7 @@ def test_a_dispatch_pass_loses_nothing_whatever_one_message_does():
 
 
 def test_the_expiry_scan_goes_on_after_a_failing_message():
-    from broker.core.message import Message
+    from hermod.broker.core.message import Message
     po = PostOffice()
     po.create_queue("a", "a", ANYCAST)
     po.create_queue("b", "b", ANYCAST)
@@ -141,7 +141,7 @@ def test_the_expiry_scan_goes_on_after_a_failing_message():
 
 
 def test_message_groups_remembered_per_queue_are_bounded():
-    from broker.core import queue as queue_module
+    from hermod.broker.core import queue as queue_module
     po = PostOffice()
     c, sink = consume(po, "g", ANYCAST, credit=10**6)
     n = queue_module.MAX_GROUPS + 500

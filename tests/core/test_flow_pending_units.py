@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from test_core_transactions import Journal, msg
 
-from broker.core.flow import BLOCK
-from broker.core.message import ANYCAST
-from broker.core.postoffice import PostOffice
+from hermod.broker.core.flow import BLOCK
+from hermod.broker.core.message import ANYCAST
+from hermod.broker.core.postoffice import PostOffice
 
 
 def test_uncommitted_units_count_against_the_memory_limit():

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core import links
-from broker.core.forwarding import Entry, Forwarder, find_cycles
-from broker.core.message import ANYCAST, MULTICAST, Message
-from broker.core.postoffice import PostOffice
-from broker.core.virtual_topics import VirtualTopic
-from broker.core.wildcards import matches
+from hermod.broker.core import links
+from hermod.broker.core.forwarding import Entry, Forwarder, find_cycles
+from hermod.broker.core.message import ANYCAST, MULTICAST, Message
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.virtual_topics import VirtualTopic
+from hermod.broker.core.wildcards import matches
 
 from test_routing import Envelope, Sink, bodies
 

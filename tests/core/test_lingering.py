@@ -2,9 +2,9 @@
 attaching stops the countdown; many countdowns cost one armed timer and a heap."""
 from __future__ import annotations
 
-from broker.core.message import MULTICAST
-from broker.core.postoffice import PostOffice
-from broker.core.queue import Consumer
+from hermod.broker.core.message import MULTICAST
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.queue import Consumer
 
 
 class Clock:

@@ -6,12 +6,12 @@ import pytest
 
 from test_routing import Envelope, Sink
 
-from broker.core import links
-from broker.core.message import ANYCAST, MULTICAST, Message
-from broker.core.ports import MessageRecord, StoredReference
-from broker.core.postoffice import PostOffice
-from broker.core.settings import SettingsRepository
-from broker.spool import FileSpool
+from hermod.broker.core import links
+from hermod.broker.core.message import ANYCAST, MULTICAST, Message
+from hermod.broker.core.ports import MessageRecord, StoredReference
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.settings import SettingsRepository
+from hermod.broker.spool import FileSpool
 
 
 def ref(n: int, address: str = "orders", routing_type: str | None = ANYCAST, count: int = 0,

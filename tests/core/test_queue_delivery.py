@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core import links
-from broker.core.message import ANYCAST, Message
-from broker.core.postoffice import PostOffice
-from broker.core.settings import SettingsRepository
+from hermod.broker.core import links
+from hermod.broker.core.message import ANYCAST, Message
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.settings import SettingsRepository
 
 from test_routing import Envelope, Sink, bodies
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core import errors, links
-from broker.core.message import ANYCAST, MULTICAST, Message
-from broker.core.postoffice import PostOffice
-from broker.core.settings import SettingsRepository
-from broker.core.wildcards import matches, specificity
+from hermod.broker.core import errors, links
+from hermod.broker.core.message import ANYCAST, MULTICAST, Message
+from hermod.broker.core.postoffice import PostOffice
+from hermod.broker.core.settings import SettingsRepository
+from hermod.broker.core.wildcards import matches, specificity
 
 
 class Envelope:

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from broker.core.wildcards import matches
+from hermod.broker.core.wildcards import matches
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ def _run(code: str, timeout: float = 30) -> str:
 def test_hash_hash_against_a_600_kb_name_completes():
     # 300,000 words: a quadratic matcher does ~10^11 steps here.
     out = _run("""
-        from broker.core.wildcards import matches
+        from hermod.broker.core.wildcards import matches
         name = ".".join(["a"] * 300_000)
         print(matches("#.#", name), matches("#.#.b", name), matches("a.#.a", name),
               matches("*.#.*.a", name), matches("#.b.#", name + ".b.c"))
@@ -57,7 +57,7 @@ def test_hash_hash_against_a_600_kb_name_completes():
 def test_long_patterns_against_long_names_complete():
     # A pattern as long as a name may be (1,024 bytes) against a 600 KB name.
     out = _run("""
-        from broker.core.wildcards import matches
+        from hermod.broker.core.wildcards import matches
         name = ".".join(["a"] * 300_000)
         pattern = ".".join(["#", "a"] * 256)
         print(matches(pattern, name), matches(pattern + ".b", name))

@@ -33,7 +33,7 @@ from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector
 from sqlalchemy import create_engine, text
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from hermod_testing import BrokerProcess, wait_for
 from pgcluster import find_bindir
 from wire_helpers import connect

@@ -9,12 +9,12 @@ import sys
 from proton import Message
 from sqlalchemy import text
 
-import store
+from hermod import store
 from durable_clients import StoreView, body_of, queue_stats, receive_exactly, send_durable
 
 
 def hermod(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
 
 

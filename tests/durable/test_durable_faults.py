@@ -34,7 +34,7 @@ def durable(body) -> Message:
 
 def hermod(*args: str, cwd=None, timeout: float = 60, env: dict | None = None
            ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
 
 

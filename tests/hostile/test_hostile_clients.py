@@ -37,7 +37,7 @@ from raw_amqp import (
 )
 from wire_helpers import connect
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 
 REFUSALS = {"amqp:invalid-field", "amqp:resource-limit-exceeded"}
 DECODE_REFUSALS = {"amqp:decode-error", "amqp:invalid-field", "amqp:connection:framing-error"}

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from broker.security.passwords import hash_password
+from hermod.broker.security.passwords import hash_password
 from http_helpers import call, http_url
 
 PW = {"admin": "admin-secret", "reader": "reader-secret", "nobody": "nobody-secret"}

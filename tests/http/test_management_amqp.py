@@ -6,7 +6,7 @@ from proton import Message, Timeout
 from proton.reactor import Selector
 from proton.utils import BlockingConnection
 
-from broker.tools.clients import ManagementCallError, management_call
+from hermod.broker.tools.clients import ManagementCallError, management_call
 from hermod_testing import wait_for
 from http_helpers import receive_all, send
 

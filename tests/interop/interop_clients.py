@@ -235,7 +235,7 @@ class Tool:
 
 def queue_stats(url: str) -> dict[str, dict]:
     """queue name -> the broker's stat row, leaving out the management call's own reply queue."""
-    from broker.tools.clients import management_call
+    from hermod.broker.tools.clients import management_call
 
     rows = management_call(url, "queue.stat")
     return {r["queue"]: r for r in rows
@@ -246,7 +246,7 @@ def queue_stats(url: str) -> dict[str, dict]:
 def require_selectors() -> None:
     """Selector tests need the broker's selector engine (issue 4): xfail while it is not in."""
     try:
-        from broker.selector import compile_selector  # noqa: F401
+        from hermod.broker.selector import compile_selector  # noqa: F401
     except ImportError:
         pytest.xfail("selectors land with issue 4")
 

@@ -187,7 +187,7 @@ def test_rhea_plain_login_over_tls(start_broker, rhea_send, rhea_receive, tmp_pa
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
     from certs import make_all
 
-    from broker.security.passwords import hash_password
+    from hermod.broker.security.passwords import hash_password
     pki = make_all(tmp_path_factory.mktemp("pki"))
     b = start_broker(config=(
         f'[server]\ntls = true\n[tls]\ncert = "{pki / "server.crt"}"\nkey = "{pki / "server.key"}"\n'

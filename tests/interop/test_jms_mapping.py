@@ -107,7 +107,7 @@ def test_a_temporary_topic_reaches_every_subscriber_and_goes_with_its_link(broke
     first.close()
     second.close()
     temp.close()  # TemporaryTopic.delete()
-    from broker.tools.clients import management_call
+    from hermod.broker.tools.clients import management_call
     assert address not in [a["address"] for a in management_call(broker.url, "address.stat")]
     other.close()
     owner.close()

@@ -12,8 +12,8 @@ import time
 import proton
 from proton import Message
 
-from broker.protocol.amqptypes import Described, Symbol, ULong, decode, encode
-from broker.security.scram import ScramClient
+from hermod.broker.protocol.amqptypes import Described, Symbol, ULong, decode, encode
+from hermod.broker.security.scram import ScramClient
 
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
@@ -176,7 +176,7 @@ class EngineClient:
 
 
 def hermod(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], input=stdin, capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -12,8 +12,8 @@ from hermod_testing import wait_for
 from proton import ConnectionException, Message
 from proton.utils import BlockingConnection
 
-from broker.security.passwords import hash_password
-from broker.tools.clients import management_call
+from hermod.broker.security.passwords import hash_password
+from hermod.broker.tools.clients import management_call
 from security_clients import engine_login
 
 PW = "limit-pw-9"

@@ -10,8 +10,8 @@ from proton import Message
 from proton.reactor import DurableSubscription
 from proton.utils import BlockingConnection, LinkDetached
 
-from broker.security.passwords import hash_password
-from broker.tools.clients import Capabilities, management_call
+from hermod.broker.security.passwords import hash_password
+from hermod.broker.tools.clients import Capabilities, management_call
 from security_clients import engine_login, relay_send
 
 PW = {"alice": "alice-pw-1", "bob": "bob-pw-2", "root": "root-pw-3"}

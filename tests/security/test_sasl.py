@@ -14,7 +14,7 @@ from hermod_testing import BrokerProcess, wait_for
 from proton import ConnectionException, Message
 from proton.utils import BlockingConnection
 
-from broker.security.passwords import hash_password
+from hermod.broker.security.passwords import hash_password
 from security_clients import (AMQP_HEADER, SASL_HEADER, EngineClient, FrameReader, connect, frame,
                               hermod, mechanisms, sasl_init, sasl_login)
 
@@ -210,7 +210,7 @@ def test_mismatched_prompt_is_refused(tmp_path):
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "user", "add", "--config", str(cfg), "dave",
+    proc = subprocess.Popen([sys.executable, "-m", "hermod.broker", "user", "add", "--config", str(cfg), "dave",
                              "--role", "x"], stdin=terminal, stdout=terminal, stderr=subprocess.PIPE,
                             preexec_fn=own_terminal)
     os.close(terminal)

@@ -13,7 +13,7 @@ from hermod_testing import wait_for
 from proton import ConnectionException, Message, SSLDomain
 from proton.utils import BlockingConnection
 
-from broker.security.passwords import hash_password
+from hermod.broker.security.passwords import hash_password
 from certs import make_all
 from security_clients import FrameReader, SASL_HEADER, mechanisms
 
@@ -176,7 +176,7 @@ def test_perf_tool_speaks_amqps(start_broker, pki):
     import subprocess
     import sys
     b = start_broker(config="[server]\ntls = true\n" + tls_section(pki))
-    r = subprocess.run([sys.executable, "-m", "broker", "perf", "--url", b.url, "--mode", "throughput",
+    r = subprocess.run([sys.executable, "-m", "hermod.broker", "perf", "--url", b.url, "--mode", "throughput",
                         "--count", "500", "--size", "64", "--address", "q.perf"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.selector import Selector, SelectorError, compile_selector
-from broker.selector.like import LikeMatcher
+from hermod.broker.selector import Selector, SelectorError, compile_selector
+from hermod.broker.selector.like import LikeMatcher
 
 PACKAGE = Path(__file__).resolve().parents[2] / "broker" / "selector"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.selector import SelectorError, compile_selector
+from hermod.broker.selector import SelectorError, compile_selector
 
 OPERAND = ["IDENTIFIER", "STRING", "NUMBER", "'('"]
 

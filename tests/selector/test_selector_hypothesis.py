@@ -9,8 +9,8 @@ import uuid
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from broker.selector import SelectorError, compile_selector
-from broker.selector.values import EvaluationError
+from hermod.broker.selector import SelectorError, compile_selector
+from hermod.broker.selector.values import EvaluationError
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FEWER = settings(SETTINGS, max_examples=60)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.selectable import counted_lookup, message_lookup
-from broker.selector import SelectorError, compile_selector
+from hermod.broker.core.selectable import counted_lookup, message_lookup
+from hermod.broker.selector import SelectorError, compile_selector
 
 T, F, U = True, False, None
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "selectors.md"

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from broker.core.selectable import HEADERS, annotation_key, counted_lookup, message_lookup
-from broker.selector import compile_selector
+from hermod.broker.core.selectable import HEADERS, annotation_key, counted_lookup, message_lookup
+from hermod.broker.selector import compile_selector
 
 
 class Symbol(str):

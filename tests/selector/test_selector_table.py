@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from broker.selector import compile_selector
+from hermod.broker.selector import compile_selector
 
 T, F, U = True, False, None
 

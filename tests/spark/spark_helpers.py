@@ -4,7 +4,7 @@ from __future__ import annotations
 from proton import Message
 from sqlalchemy import select
 
-from store.engine import make_engine
+from hermod.store.engine import make_engine
 from wire_helpers import connect
 
 # Retention on for every address under `pipe.`; the broker records what it accepts there.

@@ -7,9 +7,9 @@ import uuid
 import pytest
 from proton import Message, byte, char, float32, int32, short, symbol, timestamp, ubyte, uint, ulong, ushort
 
-from broker.protocol import codec
-from broker.spark.amqp_types import encode_typed, float_text, parse_text, typed_map, typed_text_map
-from broker.spark.rows import encode_message, message_columns
+from hermod.broker.protocol import codec
+from hermod.broker.spark.amqp_types import encode_typed, float_text, parse_text, typed_map, typed_text_map
+from hermod.broker.spark.rows import encode_message, message_columns
 
 VALUES = [
     ("s", "string", "héllo", "héllo"), ("y", "symbol", symbol("sym"), "sym"),

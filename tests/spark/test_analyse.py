@@ -10,12 +10,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import insert
 
-import store
-from broker.spark.rows import encode_message
+from hermod import store
+from hermod.broker.spark.rows import encode_message
 from hermod_testing import ROOT
-from pipeline.analyse import AnalyseError, Request, analyse
-from store.engine import make_engine
-from store.models import acknowledgements, dead_letters, retained_messages
+from hermod.pipeline.analyse import AnalyseError, Request, analyse
+from hermod.store.engine import make_engine
+from hermod.store.models import acknowledgements, dead_letters, retained_messages
 
 BASE = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 BASE_MS = int(BASE.timestamp() * 1000)
@@ -114,7 +114,7 @@ def test_hermod_analyse_runs_on_local_spark_without_pyspark_python(sqlite_store,
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     env["JAVA_TOOL_OPTIONS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # faster start
     out = tmp_path / "cli"
-    result = subprocess.run([sys.executable, "-m", "broker", "analyse", "--store", sqlite_store,
+    result = subprocess.run([sys.executable, "-m", "hermod.broker", "analyse", "--store", sqlite_store,
                              "--out", str(out), "--master", "local[1]"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]

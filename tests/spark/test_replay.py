@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from proton import Message, byte, int32, symbol, timestamp
 
-from broker.replay import ReplayError, parse_time
+from hermod.broker.replay import ReplayError, parse_time
 from hermod_testing import ROOT
 from spark_helpers import RETENTION, send_bodies
 from wire_helpers import Caps, connect, nothing_more, receive_bodies, topic
@@ -22,7 +22,7 @@ def iso(moment: datetime) -> str:
 
 
 def hermod(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermod.broker", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 
 

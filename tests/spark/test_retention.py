@@ -7,14 +7,14 @@ import time
 
 from sqlalchemy import insert
 
-import store
-from broker.config import parse
-from broker.core.settings import SettingsRepository
-from broker.retention import DAY_MS, purge, retention_configured, start_purger
+from hermod import store
+from hermod.broker.config import parse
+from hermod.broker.core.settings import SettingsRepository
+from hermod.broker.retention import DAY_MS, purge, retention_configured, start_purger
 from hermod_testing import wait_for
 from spark_helpers import RETENTION, send_bodies, table_rows
-from store.engine import make_engine
-from store.models import acknowledgements, retained_messages
+from hermod.store.engine import make_engine
+from hermod.store.models import acknowledgements, retained_messages
 
 SETTINGS = [("pipe.#", {"retention_days": 7}), ("pipe.short", {"retention_days": 1}),
             ("pipe.off", {"retention_days": 0})]

@@ -10,7 +10,7 @@ import pytest
 from proton import Message, byte, char, float32, int32, short, symbol, timestamp, ubyte, ulong
 
 from spark_helpers import RETENTION, send_bodies, table_rows
-from store.models import retained_messages
+from hermod.store.models import retained_messages
 from wire_helpers import connect, receive_bodies
 
 COLUMNS = ["id", "address", "routing_type", "message_id", "durable", "priority", "creation_time",
@@ -37,11 +37,11 @@ def test_the_format_is_found_without_registering_it(spark, sqlite_store, start_b
 
 
 def test_register_twice_is_harmless(spark, sqlite_store, start_broker):
-    import broker.spark
+    import hermod.broker.spark
 
     start_broker(store=sqlite_store, config=RETENTION)
-    broker.spark.register(spark)
-    broker.spark.register(spark)
+    hermod.broker.spark.register(spark)
+    hermod.broker.spark.register(spark)
     assert spark.read.format("hermod").option("store", sqlite_store).load().count() == 0
 
 
@@ -164,8 +164,8 @@ def test_reading_without_store_or_url_is_an_error(spark):
 def test_retained_messages_reach_spark_as_arrow_batches_equal_to_the_row_form(spark, sqlite_store, start_broker):
     import pyarrow as pa
 
-    from broker.spark.source import StoreReader
-    from broker.spark.store_reader import read
+    from hermod.broker.spark.source import StoreReader
+    from hermod.broker.spark.store_reader import read
 
     b = start_broker(store=sqlite_store, config=RETENTION)
     send_bodies(b.url, "pipe.arrow", ["one", "two"], properties={"k": 1}, creation_time=1.5)

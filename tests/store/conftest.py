@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pgcluster import PgCluster, find_bindir  # noqa: E402
 
-import store  # noqa: E402
+from hermod import store  # noqa: E402
 
 _database_numbers = itertools.count(1)
 

@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Callable
 
-from broker.core.ports import (
+from hermod.broker.core.ports import (
     AddMessage,
     AddReference,
     AddressRecord,
@@ -92,7 +92,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = WAIT_S,
 def table_counts(engine) -> dict[str, int]:
     from sqlalchemy import func, select
 
-    from store.models import addresses, message_refs, messages, queues
+    from hermod.store.models import addresses, message_refs, messages, queues
 
     with engine.connect() as connection:
         return {table.name: connection.execute(select(func.count()).select_from(table)).scalar()

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import store
+from hermod import store
 from store_testing import queue, setup_ops, submit_and_wait
 
 HERE = Path(__file__).resolve().parent
@@ -22,8 +22,8 @@ ROOT = HERE.parent.parent
 
 CHILD = textwrap.dedent("""
     import sys, threading
-    import store
-    from broker.core.ports import DeleteReference
+    from hermod import store
+    from hermod.broker.core.ports import DeleteReference
     from store_testing import send
 
     url, mode, first = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from store import StoreUnavailable
+from hermod.store import StoreUnavailable
 from store_testing import Completions, queue, send, setup_ops, submit_and_wait, wait_until
 
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from broker.core.ports import (
+from hermod.broker.core.ports import (
     AddMessage,
     AddReference,
     AddressRecord,
@@ -17,7 +17,7 @@ from broker.core.ports import (
     QueueRecord,
     SetDeliveryCount,
 )
-from store import StoreClosed, UnknownQueue
+from hermod.store import StoreClosed, UnknownQueue
 from store_testing import (
     Completions,
     message,

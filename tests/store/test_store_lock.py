@@ -11,14 +11,14 @@ import sys
 import pytest
 from sqlalchemy import create_engine, text
 
-import store
+from hermod import store
 from store_testing import queue, setup_ops, submit_and_wait
 
 TIMEOUT_S = 30
 
 
 def second_broker(store_url: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--store", store_url],
+    return subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--store", store_url],
                           cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_S,
                           env=dict(os.environ, PYTHONUNBUFFERED="1"))
 

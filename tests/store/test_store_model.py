@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select, text
 
-from broker.core.ports import (
+from hermod.broker.core.ports import (
     AddMessage,
     AddReference,
     DeleteQueue,
@@ -23,9 +23,9 @@ from broker.core.ports import (
     PutQueue,
     SetDeliveryCount,
 )
-from store import SqlJournal, UnknownQueue, schema
-from store.engine import make_engine
-from store.models import messages
+from hermod.store import SqlJournal, UnknownQueue, schema
+from hermod.store.engine import make_engine
+from hermod.store.models import messages
 from store_testing import Completions, message, queue
 
 QUEUE_NAMES = [f"q{i}" for i in range(4)]

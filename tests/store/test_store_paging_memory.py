@@ -18,7 +18,7 @@ from durable_clients import AsyncProducer, queue_stats  # noqa: E402
 from hermod_testing import wait_for  # noqa: E402
 from wire_helpers import connect  # noqa: E402
 
-from broker.core.queue import PAGE_WINDOW  # noqa: E402
+from hermod.broker.core.queue import PAGE_WINDOW  # noqa: E402
 
 CONFIG = """
 [[address]]

@@ -9,9 +9,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 
-import store
+from hermod import store
 from pgcluster import free_port
-from store import (
+from hermod.store import (
     MemoryJournal,
     SchemaCorrupt,
     SchemaOutdated,
@@ -21,8 +21,8 @@ from store import (
     StoreUnreachable,
     schema,
 )
-from store.engine import make_engine, parse_url
-from store.models import metadata
+from hermod.store.engine import make_engine, parse_url
+from hermod.store.models import metadata
 from store_testing import queue, setup_ops, submit_and_wait
 
 

@@ -23,8 +23,8 @@ for helper_dir in (TESTS / "durable", TESTS / "wire"):
 from durable_clients import AsyncProducer, body_of, drain_queue  # noqa: E402
 from wire_helpers import connect  # noqa: E402
 
-import store  # noqa: E402
-from broker.core.ports import DeleteQueue, SetDeliveryCount  # noqa: E402
+from hermod import store  # noqa: E402
+from hermod.broker.core.ports import DeleteQueue, SetDeliveryCount  # noqa: E402
 from store_testing import queue, send, setup_ops, submit_and_wait  # noqa: E402
 
 GIVE_UP_S = "30"  # an outage would hold every durable send this long

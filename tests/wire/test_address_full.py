@@ -5,7 +5,7 @@ import pytest
 from proton import Delivery, Message
 from proton.utils import SendException
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from hermod_testing import wait_for
 from wire_helpers import connect, receive_bodies, send_in_background, sync
 

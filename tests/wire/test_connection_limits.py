@@ -205,7 +205,7 @@ def test_a_client_that_never_reads_is_not_read_either(start_broker):
 def test_a_bad_limit_is_one_line_and_exit_2(tmp_path, table, line, key):
     cfg = tmp_path / "bad.toml"
     cfg.write_text(f"[{table}]\n{line}\n")
-    done = subprocess.run([sys.executable, "-m", "broker", "run", "--port", "0", "--config", str(cfg)],
+    done = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--port", "0", "--config", str(cfg)],
                           capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and key in done.stderr

@@ -10,7 +10,7 @@ import uuid
 
 from proton import Delivery, Endpoint, Message
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from hermod_testing import wait_for
 from wire_helpers import (DurableSubscription, Selector, connect, receive_bodies, send,
                           send_in_background, sync, topic)
@@ -211,7 +211,7 @@ def test_clean_give_backs_do_not_count_attempts(broker):
 # -- defect 4: poison properties read as absent; a dispatch pass loses nothing ---------------------
 from proton.handlers import MessagingHandler  # noqa: E402
 
-from broker.protocol import codec  # noqa: E402
+from hermod.broker.protocol import codec  # noqa: E402
 
 
 class RawReceiver(MessagingHandler):

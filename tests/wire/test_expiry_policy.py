@@ -30,7 +30,7 @@ class Expiry(LinkOption):
 
 
 def queues_of(broker, address: str) -> dict:
-    from broker.tools.clients import management_call
+    from hermod.broker.tools.clients import management_call
     return {r["queue"]: r for r in management_call(broker.url, "queue.stat") if r["address"] == address}
 
 
@@ -178,7 +178,7 @@ def test_queue_stat_flags_a_subscription_with_no_consumer(broker):
     queue_row = lambda: next(line.split() for line in stat().splitlines()[1:] if line.split()[0] == "exp.stat")  # noqa: E731
 
     def stat() -> str:
-        out = subprocess.run([sys.executable, "-m", "broker", "queue", "stat", "--url", broker.url],
+        out = subprocess.run([sys.executable, "-m", "hermod.broker", "queue", "stat", "--url", broker.url],
                              capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr
         return out.stdout

@@ -23,7 +23,7 @@ ACCEPTED = Described(ulong(0x24), [])
 
 
 def queue_stat(broker, name: str) -> dict:
-    from broker.tools.clients import management_call
+    from hermod.broker.tools.clients import management_call
     return next(r for r in management_call(broker.url, "queue.stat") if r["queue"] == name)
 
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Delivery, Message
 
-from broker.core.message import Message as CoreMessage
-from broker.protocol import codec
+from hermod.broker.core.message import Message as CoreMessage
+from hermod.broker.protocol import codec
 from wire_helpers import Selector, connect, nothing_more, receive_bodies
 
 SAMPLES = [

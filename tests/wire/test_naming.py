@@ -6,7 +6,7 @@ from proton import Delivery, Message
 from proton.utils import LinkDetached, SendException
 
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from wire_helpers import (Browse, Caps, DurableSubscription, Shared, connect,
                           nothing_more, queue, receive_bodies, send, sync, topic)
 

@@ -8,7 +8,7 @@ import pytest
 from proton import Delivery
 from proton.utils import LinkDetached
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from wire_helpers import (connect, nothing_more, receive_bodies, send, settle_modified, sync, topic)
 
 

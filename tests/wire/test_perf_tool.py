@@ -11,7 +11,7 @@ from hermod_testing import ROOT
 
 
 def perf(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = subprocess.run([sys.executable, "-m", "broker", "perf", *args], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "hermod.broker", "perf", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("throughput ", "latency "))]
     assert len(lines) == 1, (proc.stdout, proc.stderr)

@@ -211,7 +211,7 @@ name = "back"
 address = "b"
 forwarding_address = "a"
 """)
-    r = subprocess.run([sys.executable, "-m", "broker", "run", "--config", str(cfg), "--store", "memory",
+    r = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--config", str(cfg), "--store", "memory",
                         "--port", "0"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     line = r.stderr.strip().splitlines()

@@ -44,7 +44,7 @@ def test_selector_on_a_topic_subscription_with_jms_header_names(broker):
 
 
 def test_subscription_selector_is_the_queue_filter(broker):
-    from broker.tools.clients import management_call
+    from hermod.broker.tools.clients import management_call
     conn = connect(broker.url)
     conn.create_receiver("sel.sub", name="s", options=[topic(), Selector("kind = 'keep'")])
     send_props(conn, "topic://sel.sub", [("x", {"kind": "drop"}), ("y", {"kind": "keep"})])
@@ -81,7 +81,7 @@ def test_configured_invalid_filter_names_the_key(start_broker, tmp_path):
     import sys
     cfg = tmp_path / "bad.toml"
     cfg.write_text('[[address]]\nname = "a"\n  [[address.queue]]\n  name = "a"\n  filter = "x = = 1"\n')
-    r = subprocess.run([sys.executable, "-m", "broker", "run", "--config", str(cfg), "--store", "memory"],
+    r = subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--config", str(cfg), "--store", "memory"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "address[0].queue[0].filter: invalid selector" in r.stderr

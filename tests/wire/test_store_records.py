@@ -5,7 +5,7 @@ from __future__ import annotations
 from proton import Message
 from sqlalchemy import create_engine, select
 
-from store.models import acknowledgements, dead_letters, retained_messages
+from hermod.store.models import acknowledgements, dead_letters, retained_messages
 from wire_helpers import connect, nothing_more, receive_bodies, sync
 
 

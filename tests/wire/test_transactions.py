@@ -11,7 +11,7 @@ from proton import Delivery, Described, Message, ulong
 from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import ApplicationEvent, AtMostOnce, Container, EventInjector
 
-from broker.tools.clients import management_call
+from hermod.broker.tools.clients import management_call
 from hermod_testing import wait_for
 from wire_helpers import connect, nothing_more, receive_bodies, send
 
