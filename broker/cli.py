@@ -334,10 +334,12 @@ def cmd_queue_stat(args) -> int:
         import json
         print(json.dumps(rows))
         return 0
-    print("address queue routing_type durable messages consumers added acked")
+    # A trailing flag, on the rows it applies to only: a subscription nobody consumes.
+    print("address queue routing_type durable messages consumers added acked [flags]")
     for r in rows:
+        flags = " no-consumer" if r.get("no_consumer") else ""
         print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
-              f"{r['messages']} {r['consumers']} {r['added']} {r['acked']}")
+              f"{r['messages']} {r['consumers']} {r['added']} {r['acked']}{flags}")
     from .bridge import bridge_rows
     for line in bridge_rows(management_call(args.url, "bridge.stat")):
         print(line)

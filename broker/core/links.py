@@ -233,19 +233,30 @@ def attach_virtual_topic_consumer(po: PostOffice, vt, topic: str, req: ConsumerR
 
 
 def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = False,
-                    attempted: bool = False) -> None:
+                    attempted: bool = False, keep: bool = False,
+                    link_key: tuple[str, str] | None = None) -> Queue | None:
     """The consumer's link is gone. A durable subscription ends only with `unsubscribe`: the
     adapter says so when the subscription's own link (same link name and container id, durable
     terminus) closed with closed=true; never for a reader by FQQN, a detach, a dropped
     connection or a broker stop. Temporary queues and non-durable subscriptions go with their
     last consumer. `attempted`: the consumer's connection failed, so what it had in flight
-    counts as a delivery attempt (Artemis)."""
+    counts as a delivery attempt (Artemis). `keep` (the link detached without closing): a
+    temporary queue or non-durable subscription is kept instead, and returned, for the
+    adapter to start its terminus expiry countdown (core.lingering); `link_key` (container id,
+    link name) finds a subscription again."""
     queue = consumer.queue
+    expirable = queue.temporary or (queue.purpose == "subscription" and not queue.durable)
+    kept = None
+    if keep and expirable and not unsubscribe and queue.consumers == [consumer] and not queue.deleted:
+        # Kept before its last consumer goes, so the idle check does not auto-delete it.
+        po.lingering.keep(queue, link_key if queue.purpose == "subscription" else None)
+        kept = queue
     queue.remove_consumer(consumer, attempted=attempted)
-    if queue.deleted or queue.consumers:
-        return
-    if queue.temporary or (queue.purpose == "subscription" and (unsubscribe or not queue.durable)):
+    if kept is not None or queue.deleted or queue.consumers:
+        return kept
+    if expirable or (queue.purpose == "subscription" and unsubscribe):
         po.delete_queue(queue.name)
+    return None
 
 
 __all__ = ["check_owner", "ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",

@@ -11,6 +11,7 @@ import logging
 from typing import Callable
 
 from . import ports
+from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
@@ -83,6 +84,7 @@ class PostOffice:
         self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
+        self.lingering = Lingering(self)  # abandoned nodes waiting out their terminus expiry
 
     # -- ids and settings ---------------------------------------------------------------------
     def next_message_id(self) -> int:
@@ -264,6 +266,8 @@ class PostOffice:
         if queue is None:
             return
         queue.deleted = True
+        if queue.lingering:
+            self.lingering.cancel(queue)
         queue.address.unbind(queue)
         if queue in self._wildcard_queues:
             self._wildcard_queues.remove(queue)
@@ -289,6 +293,7 @@ class PostOffice:
         an auto-created address and its queue while a producer is attached)."""
         if (queue.auto_created and not queue.consumers and queue.idle and not queue.pending
                 and not queue.deleted and queue.ever_consumed and not queue.address.senders
+                and not queue.lingering
                 and self.settings_for(queue.address.name).auto_delete_queues):
             self.delete_queue(queue.name)
 

@@ -101,6 +101,7 @@ class Queue:
         self.deleted = False
         self.pending = 0  # refs posted through the journal, not yet on the queue (no auto-delete)
         self.ever_consumed = False
+        self.lingering = False  # no consumer, kept for its terminus expiry (core.lingering)
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []
 
@@ -303,6 +304,8 @@ class Queue:
             consumer.snapshot.reverse()  # popped from the end: the head comes first
         self.consumers.append(consumer)
         self.ever_consumed = True
+        if self.lingering:  # resumed within its terminus expiry timeout
+            self.postoffice.lingering.cancel(self)
         self._consumers_changed()
 
     def remove_consumer(self, consumer: Consumer, attempted: bool = False) -> None:
@@ -608,19 +611,60 @@ class Queue:
         ref.delivery_count -= 1
         self.restore([ref])
 
-    def release(self, ref: Ref, *, failed: bool = False, undeliverable: bool = False) -> None:
+    def release(self, ref: Ref, *, failed: bool = False, undeliverable: bool = False,
+                annotated: Message | None = None) -> None:
         """Released / modified: back to the queue. `failed` counts the attempt (delivery-failed)
-        and applies the redelivery delay; `undeliverable` keeps it from this consumer."""
+        and applies the redelivery delay; `undeliverable` keeps it from this consumer;
+        `annotated` is the message with a modified outcome's annotations merged in (see
+        `_take_version`), due again at its `x-opt-delivery-time` if it names a later one."""
         c = self._settle_out(ref)
         if undeliverable and c is not None:
             if ref.refused_by is None:
                 ref.refused_by = set()
             ref.refused_by.add(c.id)
+        if annotated is not None:
+            self._take_version(ref, annotated)
         if not failed:
             ref.delivery_count -= 1
-            self.restore([ref])
+            if not self._due_later(ref):
+                self.restore([ref])
             return
         self._attempts_failed([ref])
+
+    def _take_version(self, ref: Ref, message: Message) -> None:
+        """From now on this queue's ref carries `message`, a new version of its message (other
+        queues keep theirs). It gets a new id, so the store keeps the versions apart: the new
+        one is stored and referenced, the old reference dropped, in one unit. Queue order is
+        by id, so it goes back behind the messages waiting (as a message sent again would)."""
+        old = ref.message
+        message.id = self.postoffice.next_message_id()
+        message.hops = old.hops
+        self._account(message.size - old.size, 0)
+        ref.message = message
+        if ref.durable:
+            po = self.postoffice
+            po.journal.submit([ports.AddMessage(po.message_record(message)),
+                               ports.AddReference(self.name, message.id, ref.delivery_count),
+                               ports.DeleteReference(self.name, old.id)], None)
+
+    def _due_later(self, ref: Ref, not_before: int = 0) -> bool:
+        """Schedule `ref` when it is not due yet (its message's delivery time, or `not_before`,
+        is later than now); False when it is due now."""
+        now = self.postoffice.clock.now_ms()
+        due = max(ref.message.scheduled_time, not_before)
+        if due <= now:
+            return False
+        self.scheduled.add(due, ref)
+        self._arm_timer()
+        return True
+
+    def take_back_waiting(self, ref: Ref) -> bool:
+        """Take `ref` off the queue if it waits there (its consumer's link went, and nobody
+        has it since): a recovering receiver reports it settled (AMQP link recovery). False
+        when it is out with a consumer again, or gone."""
+        if self.deleted or ref.queue is not self or ref.consumer is not None:
+            return False
+        return self.backlog.remove(ref) or self.scheduled.remove(ref)
 
     def _attempts_failed(self, refs: list[Ref]) -> None:
         """Refs back from failed deliveries (counted): dead-lettered at max_delivery_attempts,
@@ -634,10 +678,8 @@ class Queue:
                 continue
             if ref.durable:
                 po.journal.submit([ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
-            if settings.redelivery_delay_ms > 0:
-                self.scheduled.add(po.clock.now_ms() + settings.redelivery_delay_ms, ref)
-                self._arm_timer()
-            else:
+            delay = settings.redelivery_delay_ms
+            if not self._due_later(ref, po.clock.now_ms() + delay if delay > 0 else 0):
                 back.append(ref)
         self.restore(back)
 

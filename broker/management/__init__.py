@@ -80,7 +80,8 @@ class Management:
             rows.append({"address": q.address.name, "queue": q.name, "routing_type": q.routing_type,
                          "durable": q.durable, "messages": q.message_count,
                          "consumers": len(q.consumers), "added": q.added, "acked": q.acked,
-                         "paged": max(q.paged, 0), "bytes_in_memory": q.size})
+                         "paged": max(q.paged, 0), "bytes_in_memory": q.size,
+                         "no_consumer": q.purpose == "subscription" and not q.consumers})
         return rows
 
     def address_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:

@@ -394,14 +394,7 @@ def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]
                 pass  # properties that do not decode are passed on as they came (see Envelope)
     entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
     entries += [_encoded_key(k) + encode(v) for k, v in extra.items()]
-    section = b""
-    if entries:
-        body = b"".join(entries)
-        count = len(entries) * 2
-        if len(body) + 1 < 256 and count < 256:
-            section = b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
-        else:
-            section = b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
+    section = _annotations_section(entries)
     out = header + section + bare
     if reparse:
         return out, Envelope(out)
@@ -409,6 +402,35 @@ def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]
     annotations.update({Symbol(k): v for k, v in extra.items()})
     return out, env.shifted(len(header), annotations or None, len(header) if section else -1,
                             len(header) + len(section))
+
+
+def with_merged_annotations(buf: bytes, env: Envelope, encoded_map: bytes) -> tuple[bytes, Envelope] | None:
+    """The message with the entries of `encoded_map` (an encoded AMQP map: the message-annotations
+    of a `modified` outcome) merged into its message annotations: same-named keys replaced,
+    every value keeping the exact encoding its sender gave it; the rest stays byte for byte
+    (delivery annotations are dropped). The copy is parsed again: it is checked like an
+    arriving message (DecodeError when it would not pass). None for an empty map."""
+    if not encoded_map or encoded_map[0] not in (0xC1, 0xD1):
+        raise DecodeError("message annotations of a modified outcome are not a map")
+    new = _raw_map_entries(encoded_map, 0)
+    if not new:
+        return None
+    keys = {key for key, _ in new}
+    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in keys]
+    entries += [raw for _, raw in new]
+    out = buf[:env.header_end] + _annotations_section(entries) + buf[env.bare_at:]
+    return out, Envelope(out)
+
+
+def _annotations_section(entries: list[bytes]) -> bytes:
+    """A message-annotations section holding the encoded key+value `entries` (none: no section)."""
+    if not entries:
+        return b""
+    body = b"".join(entries)
+    count = len(entries) * 2
+    if len(body) + 1 < 256 and count < 256:
+        return b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
+    return b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
 
 
 _KEYS: dict[str, bytes] = {}
@@ -453,7 +475,11 @@ def _raw_annotation_entries(buf: bytes, env: Envelope) -> list[tuple[Any, bytes]
     start = env.annotations_at
     if start < 0:
         return []
-    p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
+    return _raw_map_entries(buf, start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1))
+
+
+def _raw_map_entries(buf: bytes, p: int) -> list[tuple[Any, bytes]]:
+    """(key, encoded key+value) of each entry of the map encoded at `p`."""
     code = buf[p]
     if code == 0xC1:
         count, p = buf[p + 2], p + 3

@@ -23,6 +23,8 @@ from proton._data import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions
+from .expiry import ExpiryWaits
+from .recovery import FrameTap
 from .conditions import set_condition
 from .links import open_link, refuse
 from .sasl import open_gate
@@ -87,6 +89,8 @@ class Connection:
         self.out_room = OUTPUT_BUDGET
         self.output_full = False
         self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
+        self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
+        self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn
@@ -146,6 +150,7 @@ class Connection:
             if not data:
                 return
             self.gate = None
+        self.frame_tap.incoming(data)
         t = self.transport
         pos, n = 0, len(data)
         while pos < n:
@@ -294,6 +299,7 @@ class Connection:
         elif kind == _SESSION_REMOTE_CLOSE:
             s = lib.pn_event_session(ev)
             self._detach_links(lambda link: lib.pn_link_session(link) == s, session_end=True)
+            self.expiry_waits.session_ended(s)
             if lib.pn_session_state(s) & lib.PN_LOCAL_ACTIVE:
                 lib.pn_session_close(s)
             # Free the engine's session (and any links left on it) once the peer ended it, or
@@ -509,7 +515,7 @@ class Connection:
             n = lib.pn_transport_peek(t, out, min(pending, size))
             if n < 0:
                 break
-            write(ffi.buffer(out, n)[:])
+            write(self.frame_tap.outgoing(ffi.buffer(out, n)[:]))
             lib.pn_transport_pop(t, n)
             wrote = True
         if wrote and self._keepalive_s:
@@ -592,6 +598,7 @@ class Connection:
                 handle.cancel()
         self._tick_handle = self._handshake_handle = self._keepalive_handle = None
         self._detach_links(lambda link: True, session_end=True)
+        self.expiry_waits.connection_closed()
         if self.principal is not None:  # counted by the SASL gate (connections per user)
             self.broker.auth.disconnect(self.principal)
             self.principal = None

@@ -4,6 +4,7 @@ only for a redelivery count or outbound annotations).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING
 
@@ -12,10 +13,10 @@ from cproton_ffi import ffi, lib
 from proton._data import Described, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
-from ..core.message import ANYCAST, MULTICAST
-from . import codec, conditions, coordinator
+from ..core.message import ANYCAST, MULTICAST, Message
+from . import codec, conditions, coordinator, jms, recovery
 from .conditions import set_condition
-from .terminus import (NO_LOCAL_DESCRIPTORS, SELECTOR_DESCRIPTORS, find_filter, parse_name,
+from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
                        read_terminus, split_composite, address_options, consumer_priority,
                        subscription_queue_name)
 
@@ -37,7 +38,7 @@ class ConsumerLink:
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription", "committing")
+                 "subscription", "committing", "expiry", "jms", "keeps_state")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -61,23 +62,30 @@ class ConsumerLink:
         # The durable subscription this link's own terminus names (container id + link name);
         # only closing this link ends it. None for readers by FQQN and everything else.
         self.subscription: str | None = None
+        # The source's expiry policy and timeout (s): how long a temporary queue or non-durable
+        # subscription this link leaves without a consumer is kept for a re-attach.
+        self.expiry = ("session-end", 0)
+        self.jms = False  # a qpid-jms client: messages get the JMS mapping's destination annotations
+        # Its source is durable `unsettled-state`: unsettled deliveries are remembered at a
+        # detach for a re-attach that recovers the link (protocol.recovery).
+        self.keeps_state = False
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ConsumerLink | None:
         broker = conn.broker
         remote = read_terminus(lib.pn_link_remote_source(link))
         handler = cls(conn, link)
+        handler.expiry = (remote.expiry_policy, remote.timeout)
+        handler.jms = jms.is_jms_client(conn.conn)
         link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
         priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
         if not remote.present or (remote.address is None and not remote.dynamic):
             return handler._attach_existing_subscription(remote)
         selector_text = None
-        accepted_filters = {}
-        found = find_filter(remote.filters, SELECTOR_DESCRIPTORS)
-        if found is not None:
-            key, described = found
-            selector_text = str(described.value)
-            accepted_filters[key] = described
+        accepted_filters = {}  # echoed in our source: the filters in force, as the client sent them
+        if remote.selector is not None:
+            key, value, selector_text = remote.selector
+            accepted_filters[key] = value
         predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
         no_local = find_filter(remote.filters, NO_LOCAL_DESCRIPTORS)
         if no_local is not None:
@@ -99,8 +107,9 @@ class ConsumerLink:
                 name.address, name.routing_type, name.queue, browser=browser, selector=selector_text,
                 selector_predicate=predicate, priority=int(priority or 0),
                 no_local_container=conn.container_id or "" if no_local is not None else None,
-                subscription_queue=None if not (remote.durable or shared) else subscription_queue_name(
-                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable),
+                subscription_queue=subscription_queue_name(
+                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable)
+                if remote.durable or shared else broker.postoffice.lingering.find(handler.link_key),
                 durable=remote.durable, shared=shared,
                 exclusive=options.get("consumer.exclusive", "").lower() == "true",
                 user=conn.principal.name if conn.principal is not None else None)
@@ -121,8 +130,52 @@ class ConsumerLink:
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
         lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        handler.keeps_state = lib.pn_terminus_get_durability(lib.pn_link_remote_source(link)) == lib.PN_DELIVERIES
+        handler._recover(conn.frame_tap.claim(True, handler.name))
         handler._open_when_stored()
         return handler
+
+    def _recover(self, remote_unsettled: dict | None) -> None:
+        """A receiver re-attaching with its unsettled map (§2.6.13): our attach carries ours
+        (the deliveries of the link's last attachment it had not settled); those it reports
+        accepted or rejected get that outcome where their message still waits; the rest are
+        sent again (as their messages' deliveries, under the same tags)."""
+        if remote_unsettled is None:
+            return
+        resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
+        last_tag, sent = resumed if resumed is not None else (0, self._waiting_by_tag(remote_unsettled))
+        self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
+        self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
+        self._tag_n = max(self._tag_n, last_tag)
+        resume = []
+        for tag, state in remote_unsettled.items():
+            ref = sent.get(tag)
+            code = recovery.state_code(state)
+            if ref is None:
+                continue
+            if code not in (recovery.ACCEPTED, recovery.REJECTED):
+                resume.append(tag)  # back on its queue: sent again, as the same delivery resumed
+            elif ref.queue.take_back_waiting(ref):
+                (ref.queue.acknowledge if code == recovery.ACCEPTED else ref.queue.reject)(ref)
+        if resume and len(self.consumers) == 1:  # tags are message ids: the resent ones match
+            self.conn.frame_tap.resuming[self.name] = recovery.ResumeTags(resume)
+
+    def _waiting_by_tag(self, remote_unsettled: dict) -> dict:
+        """After a broker restart nothing is remembered of the link: the tags a recovering
+        receiver names are message ids (see `send`); those of its durable subscription's
+        messages still waiting near the head of the queue (where deliveries in flight at the
+        restart are put back) are found by a bounded look, so an attach costs O(MAX_TAGS)."""
+        if not self.keeps_state or len(self.consumers) != 1:
+            return {}
+        queue = self.consumers[0].queue
+        if queue.purpose != "subscription" or not queue.durable:
+            return {}  # only a durable subscription is the link's own, kept through a restart
+        wanted = {tag: int.from_bytes(tag, "little") for tag in remote_unsettled
+                  if isinstance(tag, bytes) and len(tag) == 8}
+        if not wanted:
+            return {}
+        by_id = {ref.message.id: ref for ref in itertools.islice(queue.backlog, recovery.MAX_TAGS)}
+        return {tag: by_id[i] for tag, i in wanted.items() if i in by_id}
 
     def _open_when_stored(self) -> None:
         """Answer the attach once the queues it created are in the store: a client told that its
@@ -227,13 +280,21 @@ class ConsumerLink:
     def send(self, consumer, ref) -> None:
         """Called by the queue: write one message on this link."""
         link = self.link
-        self._tag[0] = self._tag_n = self._tag_n + 1
+        # The tag is the message's id (unique among a queue's unsettled deliveries), so a
+        # receiver recovering the link after a broker restart names messages by it; a composite
+        # source's parts could share one, so its tags count up instead.
+        self._tag[0] = self._tag_n = ref.message.id if len(self.consumers) == 1 else self._tag_n + 1
         d = lib.pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
         data = message.encoded
-        if consumer.queue.outbound_annotations is not None:  # e.g. a virtual topic's origin
-            data = codec.with_annotations(data, message.envelope, consumer.queue.outbound_annotations)
+        extra = consumer.queue.outbound_annotations  # e.g. a virtual topic's origin
+        if self.jms:
+            missing = jms.destination_annotations(message, self.broker.postoffice, self._prefixes())
+            if missing is not None:
+                extra = {**extra, **missing} if extra else missing
+        if extra is not None:
+            data = codec.with_annotations(data, message.envelope, extra)
         if count > 0 and not consumer.browser:
             data = codec.with_delivery_count(data, message.envelope, count)
         size = len(data)
@@ -256,6 +317,10 @@ class ConsumerLink:
             conn.output_over()  # the consumers wait for the flush (Connection.flush)
         if not conn.marked:
             conn.server.mark(conn)
+
+    def _prefixes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        server = self.broker.config.server
+        return server.anycast_prefixes, server.multicast_prefixes
 
     def on_delivery(self, d) -> None:
         """The client's disposition for a message we sent."""
@@ -288,7 +353,8 @@ class ConsumerLink:
             del self.deliveries[d]
             disp = lib.pn_delivery_remote(d)
             queue.release(ref, failed=bool(lib.pn_disposition_is_failed(disp)),
-                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)))
+                          undeliverable=bool(lib.pn_disposition_is_undeliverable(disp)),
+                          annotated=self._annotated(ref.message, lib.pn_disposition_annotations(disp)))
         elif state == PN_REJECTED:
             del self.deliveries[d]
             self._until_stored(queue.reject, ref, self._settler(d, ref, acked=False))
@@ -299,6 +365,27 @@ class ConsumerLink:
         else:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
+
+    def _annotated(self, message: Message, annotations) -> Message | None:
+        """The message with a modified outcome's message-annotations merged in (AMQP 1.0
+        §3.4.5: they are to be applied to the message as it goes back); None without any.
+        Annotations that would make the message unreadable are left out, with a log line."""
+        size = lib.pn_data_encoded_size(annotations)
+        if size <= 0:
+            return None
+        buf = ffi.new("char[]", size)
+        if lib.pn_data_encode(annotations, buf, size) != size:
+            return None
+        try:
+            merged = codec.with_merged_annotations(message.encoded, message.envelope, ffi.unpack(buf, size))
+        except codec.DecodeError as e:
+            log.info("modified outcome on %s: annotations not applied (%s)", self.name, e)
+            return None
+        if merged is None:
+            return None
+        encoded, envelope = merged
+        return Message(encoded, envelope, message.address, message.routing_type, message.container_id,
+                       message.arrival)
 
     def _until_stored(self, outcome, ref, settle) -> None:
         """Apply a client's acknowledgement (or rejection) and, while the store commits it,
@@ -381,6 +468,11 @@ class ConsumerLink:
         names. What was in flight counts as a delivery attempt when the connection failed."""
         self.active = False
         consumers, self.consumers = self.consumers, []
+        self.conn.frame_tap.forget(self.name)
+        if self.keeps_state and not closed and self.deliveries:
+            recovery.memory_of(self.broker).consumer_detached(
+                self.link_key, self._tag_n,
+                {recovery.delivery_tag(d): ref for d, ref in self.deliveries.items() if ref is not None})
         self.deliveries.clear()
         self.committing.clear()  # the engine frees the link's deliveries; callbacks see active
         attempted = session_end and self._connection_failed()
@@ -394,8 +486,23 @@ class ConsumerLink:
         for consumer in consumers:
             consumer.link = _Gone
             unsubscribe = unsubscribing and consumer.queue.name == self.subscription
-            core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
-                                       attempted=attempted)
+            kept = core_links.detach_consumer(self.broker.postoffice, consumer, unsubscribe=unsubscribe,
+                                              attempted=attempted, keep=not closed, link_key=self.link_key)
+            if kept is not None:
+                self._expire_later(kept, session_end)
+
+    @property
+    def link_key(self) -> tuple[str, str]:
+        """What finds this link's non-durable subscription again: container id and link name."""
+        return (self.conn.container_id or "", self.name)
+
+    def _expire_later(self, queue, session_end: bool) -> None:
+        """The link detached without closing and left `queue` without a consumer: it is kept
+        until its expiry policy's moment plus its timeout (§3.5.3), unless resumed before."""
+        policy, timeout = self.expiry
+        lingering = self.broker.postoffice.lingering
+        self.conn.expiry_waits.detached(policy, lib.pn_link_session(self.link), session_end,
+                                        lambda: lingering.expire_in(queue, timeout * 1000))
 
     def _connection_failed(self) -> bool:
         """The link went with its connection without the client ending it: no close or end

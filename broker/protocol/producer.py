@@ -14,7 +14,7 @@ from cproton_ffi import ffi, lib
 from ..core import errors, links as core_links
 from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
-from . import codec, conditions, coordinator
+from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
 from .terminus import parse_name, read_terminus, split_composite
 from .transfers import receive_bytes
@@ -51,7 +51,7 @@ class ProducerLink:
     is_producer = True
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
-                 "temporary", "active", "unconfirmed", "_partial")
+                 "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed")
 
     def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
         self.conn = conn
@@ -68,6 +68,10 @@ class ProducerLink:
         # commits, so a producer can never be more than PRODUCER_CREDIT messages ahead of it.
         self.unconfirmed = 0
         self._partial: bytearray | None = None  # the frames so far of a multi-frame transfer
+        # Link recovery (protocol.recovery): a durable (`unsettled-state`) target remembers the
+        # tags it accepted; `resumed`: tags the broker told a recovering sender it has.
+        self.memory_key: tuple[str, str] | None = None
+        self.resumed: set = set()
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ProducerLink | None:
@@ -107,9 +111,24 @@ class ProducerLink:
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
         lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
         lib.pn_link_set_max_message_size(link, handler.max_size)
+        handler._recover(remote)
         lib.pn_link_open(link)
         lib.pn_link_flow(link, PRODUCER_CREDIT)
         return handler
+
+    def _recover(self, remote) -> None:
+        """A sender re-attaching with its unsettled map (§2.6.13) learns from our attach which
+        of those transfers we have (accepted); one of them sent again is not enqueued twice."""
+        if lib.pn_terminus_get_durability(lib.pn_link_remote_target(self.link)) == lib.PN_DELIVERIES:
+            self.memory_key = (self.container_id or "", self.name)
+        remote_unsettled = self.conn.frame_tap.claim(False, self.name)
+        if remote_unsettled is None or self.memory_key is None:
+            return
+        have = recovery.memory_of(self.broker).accepted_tags(self.memory_key)
+        answer = {tag: recovery.accepted_state() for tag in remote_unsettled if tag in have}
+        self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
+        self.conn.frame_tap.answers[self.name] = answer
+        self.resumed = set(answer)
 
     # -- per message (hot path) ---------------------------------------------------------------
     def on_delivery(self, d) -> None:
@@ -197,6 +216,8 @@ class ProducerLink:
 
     def receive(self, d, data: bytes) -> None:
         presettled = lib.pn_delivery_settled(d)
+        if self.resumed and self._already_have(d, presettled):
+            return
         # [transactions] A transfer in a transaction says so in its state (one integer test
         # for every other transfer); its plan is held by the transaction, posted at commit.
         txn = None
@@ -272,10 +293,25 @@ class ProducerLink:
             lib.pn_delivery_settle(d)
             return
         if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
-            lib.pn_delivery_update(d, PN_ACCEPTED)
+            self._accepted(d)
             lib.pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
+
+    def _already_have(self, d, presettled: bool) -> bool:
+        """A transfer a recovering sender sends again that we accepted before the link was
+        lost: settled `accepted`, not enqueued a second time."""
+        tag = recovery.delivery_tag(d)
+        if tag not in self.resumed:
+            return False
+        self.resumed.discard(tag)
+        self._outcome(d, presettled, PN_ACCEPTED)
+        return True
+
+    def _accepted(self, d) -> None:
+        lib.pn_delivery_update(d, PN_ACCEPTED)
+        if self.memory_key is not None:
+            recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
 
     def _user_id_valid(self, data: bytes, envelope) -> bool:
         """`[security] validate_user_id`: a message's user-id, when set, must name the user
@@ -297,7 +333,7 @@ class ProducerLink:
             if not self.active:
                 return  # the link, and Proton's delivery with it, is gone
             if error is None:
-                lib.pn_delivery_update(d, PN_ACCEPTED)
+                self._accepted(d)
             else:
                 set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
                               conditions.condition_for(error), f"message not stored: {error}")

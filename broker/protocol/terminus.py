@@ -11,11 +11,16 @@ import cproton
 from cproton_ffi import lib
 from proton._data import Described, dat2obj
 
-from ..core import limits
+from ..core import errors, limits
 from ..core.address import split_fqqn
 from ..core.message import ANYCAST, MULTICAST
 
-SELECTOR_DESCRIPTORS = (0x0000468C00000004, "apache.org:selector-filter:string")
+SELECTOR_DESCRIPTORS = (0x0000468C00000004, "apache.org:selector-filter:string",
+                        # the OASIS AMQP Filter Expressions draft (filtex csd01): same SQL-92 syntax
+                        0x120, "amqp:sql-filter")
+# Keys whose value is taken as a selector even when it is a plain string, not described:
+# some clients (and older qpid-jms) write the text bare under the name.
+SELECTOR_KEYS = ("jms-selector", "apache.org:selector-filter:string")
 NO_LOCAL_DESCRIPTORS = (0x0000468C00000003, "apache.org:no-local-filter:list")
 QUEUE_CAPABILITIES = {"queue": ANYCAST, "temporary-queue": ANYCAST,
                       "topic": MULTICAST, "temporary-topic": MULTICAST}
@@ -31,8 +36,12 @@ class Terminus:
     dynamic: bool = False
     durable: bool = False
     expiry_policy: str = "session-end"
+    timeout: int = 0  # seconds the terminus outlives the start of its expiry (§3.5.3)
     distribution_mode: str | None = None
     filters: dict = field(default_factory=dict)
+    # The selector filter found among `filters`: its key and value as sent (echoed back as it
+    # came), and its text.
+    selector: tuple[object, object, str] | None = None
     coordinator: bool = False
     present: bool = True
 
@@ -50,18 +59,20 @@ def read_terminus(t) -> Terminus:
     elif isinstance(caps, (str, bytes)):
         caps = [caps]
     filters = dat2obj(lib.pn_terminus_filter(t)) if kind == lib.PN_SOURCE else None
-    if isinstance(filters, dict):
-        found = find_filter(filters, SELECTOR_DESCRIPTORS)
-        if found is not None:
-            limits.check_selector(str(found[1].value))
+    filters = filters if isinstance(filters, dict) else {}
+    selector = find_selector(filters)
+    if selector is not None:
+        limits.check_selector(selector[2])
     return Terminus(
         address=cproton.pn_terminus_get_address(t),
         capabilities=[str(c) for c in caps],
         dynamic=bool(lib.pn_terminus_is_dynamic(t)),
         durable=lib.pn_terminus_get_durability(t) != lib.PN_NONDURABLE,
         expiry_policy=_EXPIRY.get(lib.pn_terminus_get_expiry_policy(t), "session-end"),
+        timeout=lib.pn_terminus_get_timeout(t),
         distribution_mode=_DISTRIBUTION.get(lib.pn_terminus_get_distribution_mode(t)),
-        filters=filters if isinstance(filters, dict) else {},
+        filters=filters,
+        selector=selector,
         coordinator=kind == lib.PN_COORDINATOR,
         present=kind != lib.PN_UNSPECIFIED,
     )
@@ -144,6 +155,24 @@ def find_filter(filters: dict, descriptors: tuple) -> tuple[object, object] | No
         if isinstance(value, Described) and value.descriptor in descriptors:
             return key, value
     return None
+
+
+def find_selector(filters: dict) -> tuple[object, object, str] | None:
+    """(key, value as sent, text) of the selector filter: a value described by one of
+    SELECTOR_DESCRIPTORS under any key, or a bare string under one of SELECTOR_KEYS. A
+    selector that is not a string is refused (amqp:invalid-field)."""
+    found = find_filter(filters, SELECTOR_DESCRIPTORS)
+    if found is not None:
+        text = found[1].value
+    else:
+        key = next((k for k in filters if not isinstance(filters[k], Described) and str(k) in SELECTOR_KEYS), None)
+        if key is None:
+            return None
+        found = (key, filters[key])
+        text = found[1]
+    if not isinstance(text, str):
+        raise errors.InvalidField(f"selector filter {found[0]} is not a string")
+    return found[0], found[1], text
 
 
 def split_composite(raw: str) -> list[str]:

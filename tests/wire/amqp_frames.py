@@ -43,6 +43,27 @@ class Frame:
         return None
 
 
+def _value(d: Data):
+    """The current value of `d`, with binary values as bytes: Proton hands them out as
+    memoryviews into the decoder's buffer, which neither outlive it nor hash (a map keyed by
+    delivery tags: an attach's unsettled map)."""
+    kind = d.type()
+    if kind == Data.BINARY:
+        return bytes(d.get_binary())
+    if kind in (Data.MAP, Data.LIST, Data.DESCRIBED):
+        d.enter()
+        items = []
+        while d.next():
+            items.append(_value(d))
+        d.exit()
+        if kind == Data.MAP:
+            return dict(zip(items[0::2], items[1::2]))
+        if kind == Data.DESCRIBED:
+            return Described(items[0], items[1] if len(items) > 1 else None)
+        return items
+    return d.get_object()
+
+
 def encode(code: int, fields: list) -> bytes:
     d = Data()
     d.put_object(Described(ulong(code), fields))
@@ -99,7 +120,7 @@ class FrameClient:
             used = d.decode(rest)
             d.rewind()
             d.next()
-            value = d.get_object()
+            value = _value(d)
             f = Frame(channel, int(value.descriptor), list(value.value or []), rest[used:])
         self.received.append((time.monotonic(), f))
         return f
@@ -117,7 +138,8 @@ class FrameClient:
         self.sock.sendall(frame(channel, encode(code, fields) + payload))
 
     # -- the usual steps -----------------------------------------------------------------------
-    def handshake(self, container: str = "raw", idle_timeout_ms: int | None = None) -> Frame:
+    def handshake(self, container: str = "raw", idle_timeout_ms: int | None = None,
+                  max_frame_size: int | None = None) -> Frame:
         self.sock.sendall(SASL_HEADER)
         self.sock.sendall(frame(0, encode(SASL_INIT, [symbol("ANONYMOUS"), b""]), frame_type=1))
         assert self._read_exact(8, time.monotonic() + self.timeout) == SASL_HEADER
@@ -125,7 +147,7 @@ class FrameClient:
             pass
         self.sock.sendall(AMQP_HEADER)
         assert self._read_exact(8, time.monotonic() + self.timeout) == AMQP_HEADER
-        fields = [container, None, None, None]
+        fields = [container, None, None if max_frame_size is None else uint(max_frame_size), None]
         if idle_timeout_ms is not None:
             fields.append(uint(idle_timeout_ms))
         self.send(0, OPEN, fields)

@@ -89,10 +89,14 @@ def nothing_more(receiver, timeout: float = 0.3) -> bool:
     return False
 
 
-def settle_modified(receiver, failed: bool = True, undeliverable: bool = False) -> None:
+def settle_modified(receiver, failed: bool = True, undeliverable: bool = False,
+                    annotations: dict | None = None) -> None:
+    """Settle the oldest unsettled delivery of `receiver` as modified."""
     delivery = receiver.fetcher.unsettled.popleft()
     delivery.local.failed = failed
     delivery.local.undeliverable = undeliverable
+    if annotations is not None:
+        delivery.local.annotations = annotations
     delivery.update(Delivery.MODIFIED)
     delivery.settle()
 
