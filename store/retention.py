@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.exc import SQLAlchemyError
 
+from .errors import StoreError
 from .models import acknowledgements, dead_letters, retained_messages
 
 DAY_MS = 86_400_000
@@ -144,15 +146,18 @@ def retained_window(engine: Engine, address: str, from_ms: int, to_ms: int,
                     batch: int = 1000) -> Iterator[tuple]:
     """(id, message_id, routing_type, arrival, encoded) of the address's rows that arrived in
     [from, to), in id (arrival) order, read in keyset pages so the store is never held in one
-    transaction."""
+    transaction. A database error is a StoreError (one line)."""
     r = retained_messages.c
     after = 0
     while True:
-        with engine.connect() as connection:
-            rows = connection.execute(
-                select(r.id, r.message_id, r.routing_type, r.arrival, r.encoded)
-                .where(r.address == address, r.arrival >= from_ms, r.arrival < to_ms, r.id > after)
-                .order_by(r.id).limit(batch)).all()
+        try:
+            with engine.connect() as connection:
+                rows = connection.execute(
+                    select(r.id, r.message_id, r.routing_type, r.arrival, r.encoded)
+                    .where(r.address == address, r.arrival >= from_ms, r.arrival < to_ms, r.id > after)
+                    .order_by(r.id).limit(batch)).all()
+        except SQLAlchemyError as error:  # callers outside the store know no SQLAlchemy
+            raise StoreError(error) from None
         yield from rows
         if len(rows) < batch:
             return
