@@ -120,26 +120,31 @@ def messages(engine: Engine, selection: Selection, id_range: IdRange) -> Iterato
     return _stream(engine, statement)
 
 
+def _with_message_id(engine: Engine, table, selection: Selection, id_range: IdRange,
+                     *columns) -> Iterator[tuple]:
+    """(the message's retention id or None, *columns) of `table`'s records in the range."""
+    r = retained_messages.c
+    statement = (select(r.id, *columns)
+                 .select_from(table.outerjoin(retained_messages, r.message_id == table.c.message_id))
+                 .where(*_in_range(table, id_range), *_where(selection))
+                 .order_by(table.c.id))
+    return _stream(engine, statement)
+
+
 def acknowledgement_records(engine: Engine, selection: Selection, id_range: IdRange) -> Iterator[tuple]:
     """(message's retention id, broker message id, queue, acknowledged ms, address, arrival ms)
     of the acknowledgements in the range; the last two None when the message is gone."""
     a, r = acknowledgements.c, retained_messages.c
-    statement = (select(r.id, a.message_id, a.queue, a.at, r.address, r.arrival)
-                 .select_from(acknowledgements.outerjoin(retained_messages, r.message_id == a.message_id))
-                 .where(*_in_range(acknowledgements, id_range), *_where(selection))
-                 .order_by(a.id))
-    return _stream(engine, statement)
+    return _with_message_id(engine, acknowledgements, selection, id_range,
+                            a.message_id, a.queue, a.at, r.address, r.arrival)
 
 
 def dead_letter_records(engine: Engine, selection: Selection, id_range: IdRange) -> Iterator[tuple]:
     """(message's retention id or None, broker message id, original address, queue, reason,
     ms) of the dead-letter records in the range."""
-    d, r = dead_letters.c, retained_messages.c
-    statement = (select(r.id, d.message_id, d.original_address, d.queue, d.reason, d.at)
-                 .select_from(dead_letters.outerjoin(retained_messages, r.message_id == d.message_id))
-                 .where(*_in_range(dead_letters, id_range), *_where(selection))
-                 .order_by(d.id))
-    return _stream(engine, statement)
+    d = dead_letters.c
+    return _with_message_id(engine, dead_letters, selection, id_range,
+                            d.message_id, d.original_address, d.queue, d.reason, d.at)
 
 
 def retained_window(engine: Engine, address: str, from_ms: int, to_ms: int,
