@@ -362,7 +362,6 @@ def cmd_replay(args) -> int:
     host = cfg.server.host if cfg.server.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
     url = args.url or f"amqp://{host}:{cfg.server.port}"
     from hermod import store
-    from sqlalchemy.exc import SQLAlchemyError
     from .tools.progress import Progress
     progress = Progress(f"replay {args.address}", True if args.progress else None)
     try:
@@ -371,7 +370,7 @@ def cmd_replay(args) -> int:
                       on_sent=progress.update if progress.enabled else None)
     except ReplayError as e:
         raise CliError(str(e)) from None
-    except (store.StoreError, SQLAlchemyError) as e:
+    except store.StoreError as e:
         raise CliError(_store_error(cfg.store.url, e)) from None
     progress.update(sent, final=True)
     print(f"replayed {sent} messages")

@@ -8,8 +8,9 @@ filter sees.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Callable, Iterator
+
+from . import times
 
 
 class ReplayError(Exception):
@@ -17,14 +18,11 @@ class ReplayError(Exception):
 
 
 def parse_time(value: str) -> int:
-    """ISO 8601 text to epoch ms; no zone means UTC (`2026-05-01T12:00:00Z`, `2026-05-01`)."""
+    """ISO 8601 text to epoch ms (see `times.parse_time`); ReplayError when it is not."""
     try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ReplayError(f"invalid time {value!r}: use ISO 8601, e.g. 2026-05-01T12:00:00Z") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+        return times.parse_time(value)
+    except times.TimeError as error:
+        raise ReplayError(str(error)) from None
 
 
 def message_filter(selector: str | None) -> Callable[[bytes, str, str | None, int, int], bool] | None:
@@ -48,29 +46,15 @@ def message_filter(selector: str | None) -> Callable[[bytes, str, str | None, in
     return accept
 
 
-def retained(store_url: str, address: str, from_ms: int, to_ms: int,
-             batch: int = 1000) -> Iterator[tuple]:
+def retained(store_url: str, address: str, from_ms: int, to_ms: int) -> Iterator[tuple]:
     """(id, message_id, routing_type, arrival, encoded) of the address's rows in [from, to),
-    in id (arrival) order, read in keyset pages so the store is never held in one transaction."""
-    from sqlalchemy import select
-
+    oldest first (`store.retention.retained_window`)."""
     from hermod.store.engine import make_engine
-    from hermod.store.models import retained_messages as r
+    from hermod.store.retention import retained_window
 
     engine = make_engine(store_url)
     try:
-        after = 0
-        while True:
-            with engine.connect() as connection:
-                rows = connection.execute(
-                    select(r.c.id, r.c.message_id, r.c.routing_type, r.c.arrival, r.c.encoded)
-                    .where(r.c.address == address, r.c.arrival >= from_ms, r.c.arrival < to_ms,
-                           r.c.id > after)
-                    .order_by(r.c.id).limit(batch)).all()
-            yield from rows
-            if len(rows) < batch:
-                return
-            after = rows[-1].id
+        yield from retained_window(engine, address, from_ms, to_ms)
     finally:
         engine.dispose()
 
@@ -80,7 +64,7 @@ def replay(store_url: str, url: str, address: str, from_ms: int, to_ms: int,
            user: str | None = None, password: str | None = None, on_sent=None) -> int:
     """Re-send the matching retained messages; returns how many were sent (all accepted).
     `on_sent(n)`, when given, hears the running count (a progress line)."""
-    from .spark.amqp_client import Publisher, PublishError
+    from .tools.amqp_client import Publisher, PublishError
 
     accept = message_filter(selector)
     target = to_address or address

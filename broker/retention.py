@@ -19,13 +19,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, delete, select
+from hermod.store import retention as retention_rows
+from hermod.store.retention import DAY_MS  # noqa: F401 - part of this module's interface
 
 from .core.settings import SettingsRepository
 
 log = logging.getLogger("hermod.retention")
 
-DAY_MS = 86_400_000
 BATCH = 5_000  # rows per DELETE statement (one short transaction each)
 INTERVAL_S = 600.0  # between passes; the first pass runs right after start
 
@@ -41,37 +41,13 @@ def retention_configured(address_settings) -> bool:
     return any(values.get("retention_days", 0) > 0 for _match, values in address_settings)
 
 
-def purge(engine: Engine, settings: SettingsRepository, now_ms: int | None = None) -> PurgeResult:
+def purge(engine, settings: SettingsRepository, now_ms: int | None = None) -> PurgeResult:
     """One pass: for every address with retained rows, delete those older than its N days (and
     their acknowledgement records). Returns how many rows went."""
-    from hermod.store.models import acknowledgements, retained_messages
-
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    r = retained_messages.c
-    with engine.connect() as connection:
-        found = [row[0] for row in connection.execute(select(r.address).distinct())]
-    removed_messages = removed_acks = 0
-    for address in found:
-        days = settings.for_address(address).retention_days
-        if days <= 0:
-            continue
-        cutoff = now_ms - days * DAY_MS
-        while True:
-            with engine.begin() as connection:
-                batch = select(r.id, r.message_id).where(
-                    r.address == address, r.arrival < cutoff).order_by(r.id).limit(BATCH)
-                rows = connection.execute(batch).all()
-                if not rows:
-                    break
-                ids = [row.id for row in rows]
-                message_ids = [row.message_id for row in rows]
-                removed_acks += connection.execute(delete(acknowledgements).where(
-                    acknowledgements.c.message_id.in_(message_ids))).rowcount
-                removed_messages += connection.execute(
-                    delete(retained_messages).where(r.id.in_(ids))).rowcount
-            if len(rows) < BATCH:
-                break
-    return PurgeResult(removed_messages, removed_acks)
+    messages, acknowledgements = retention_rows.purge(
+        engine, lambda address: settings.for_address(address).retention_days, now_ms, BATCH)
+    return PurgeResult(messages, acknowledgements)
 
 
 class RetentionPurger:
@@ -96,7 +72,7 @@ class RetentionPurger:
     def _run(self) -> None:
         from hermod.store.engine import make_engine
 
-        engine: Engine | None = None
+        engine = None
         try:
             engine = make_engine(self.url)
             while not self._stop.is_set():

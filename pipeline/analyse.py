@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> Path:
 
 
 def _check(request: Request) -> None:
-    from hermod.broker.replay import ReplayError, parse_time
+    from hermod.broker.times import TimeError, parse_time
 
     if request.bucket <= 0:
         raise AnalyseError(f"--bucket must be a positive number of seconds, not {request.bucket}")
@@ -82,7 +82,7 @@ def _check(request: Request) -> None:
         for value in (request.from_time, request.to_time):
             if value:
                 parse_time(value)
-    except ReplayError as error:
+    except TimeError as error:
         raise AnalyseError(str(error)) from None
     from hermod.store.engine import is_memory
 
@@ -131,7 +131,7 @@ def analyse(spark, request: Request) -> dict:
                   F.min("arrival_time").alias("first"), F.max("arrival_time").alias("last"))
              .orderBy("address"))
 
-    from hermod.broker.replay import parse_time
+    from hermod.broker.times import parse_time
 
     acks = _read(spark, request, "acknowledgements").where(F.col("address").isNotNull())
     if request.from_time:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from hermod.broker.core.standalone import MemoryJournal  # the one in-memory journal
+
 from . import schema
 from .errors import (
     SchemaCorrupt,
@@ -25,7 +27,7 @@ from .errors import (
     StoreUnreachable,
     UnknownQueue,
 )
-from .journal import MemoryJournal, SqlJournal
+from .journal import SqlJournal
 from .lease import LeaseLost
 from .lock import StoreLocked, StoreLockLost
 from .stats import JournalStats
@@ -61,7 +63,7 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     from .lock import acquire
 
     if is_memory(url):
-        return MemoryJournal(post)
+        return MemoryJournal()  # completes every unit at once, on the caller's thread
     if fail_after_s is None:
         fail_after_s = _give_up_s()
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)

@@ -428,36 +428,3 @@ def _call_all(calls: Sequence[tuple[Callable, object]]) -> None:
             done(argument)
         except Exception:
             log.exception("store completion callback failed")
-
-
-class MemoryJournal:
-    """`memory` store: nothing is persisted, completions come back at once."""
-
-    durable = False
-
-    def __init__(self, post: Post | None = None) -> None:
-        self._post = post
-        self._stats = StatsCounter()
-
-    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
-        return Recovered(addresses=[], queues=[], references={}, next_message_id=1)
-
-    def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
-        self._stats.commit(1, len(ops), 0.0)
-        if done is not None:
-            self._call(done, None)
-
-    def read_page(self, queue: str, after_message_id: int, limit: int, done: PageDone) -> None:
-        self._call(done, [])
-
-    def close(self) -> None:
-        pass
-
-    def stats(self) -> JournalStats:
-        return self._stats.snapshot()
-
-    def _call(self, done: Callable, argument: object) -> None:
-        if self._post is None:
-            done(argument)
-        else:
-            self._post(done, argument)

@@ -334,6 +334,59 @@ def _decode_array(buf: bytes, pos: int, code: int) -> tuple[list, int]:
     return items, end
 
 
+# -- width-preserving decode ----------------------------------------------------------------------
+# `decode` returns plain Python values (a ubyte and a long are both an int), which is all routing
+# needs. The data pipeline must tell AMQP types apart (`property_types`, a typed write-back), so
+# these name the AMQP type of each encoded value from its constructor code.
+
+TYPE_NAMES: dict[int, str] = {
+    0x40: "null", 0x41: "boolean", 0x42: "boolean", 0x56: "boolean",
+    0x50: "ubyte", 0x51: "byte", 0x60: "ushort", 0x61: "short",
+    0x70: "uint", 0x52: "uint", 0x43: "uint", 0x71: "int", 0x54: "int",
+    0x80: "ulong", 0x53: "ulong", 0x44: "ulong", 0x81: "long", 0x55: "long",
+    0x72: "float", 0x82: "double", 0x73: "char", 0x83: "timestamp", 0x98: "uuid",
+    0x74: "decimal32", 0x84: "decimal64", 0x94: "decimal128",
+    0xA0: "binary", 0xB0: "binary", 0xA1: "string", 0xB1: "string", 0xA3: "symbol", 0xB3: "symbol",
+    0x45: "list", 0xC0: "list", 0xD0: "list", 0xC1: "map", 0xD1: "map", 0xE0: "array", 0xF0: "array",
+    0x00: "described",
+}
+
+
+def type_name(buf: bytes, pos: int) -> str:
+    """The AMQP type of the value encoded at `pos` (`unknown` for a code outside the spec)."""
+    return TYPE_NAMES.get(buf[pos], "unknown")
+
+
+def decode_typed(buf: bytes, pos: int = 0) -> tuple[str, Any, int]:
+    """(AMQP type name, value, position after it) of the value at `pos`."""
+    value, end = decode(buf, pos)
+    return TYPE_NAMES.get(buf[pos], "unknown"), value, end
+
+
+def typed_map_entries(buf: bytes, pos: int) -> list[tuple[Any, str, Any]]:
+    """(key, AMQP type name of the value, value) of each entry of the map encoded at `pos`;
+    empty if the value there is not a map."""
+    code = buf[pos]
+    if code not in (0xC1, 0xD1):
+        return []
+    try:
+        if code == 0xC1:
+            count, p = buf[pos + 2], pos + 3
+        else:
+            count, p = _u32(buf, pos + 5)[0], pos + 9
+        entries = []
+        for _ in range(count // 2):
+            key, p = _decode(buf, p)
+            kind = TYPE_NAMES.get(buf[p], "unknown")
+            value, p = _decode(buf, p)
+            entries.append((key, kind, value))
+    except DecodeError:
+        raise
+    except MALFORMED:
+        raise DecodeError(f"malformed AMQP map at {pos}") from None
+    return entries
+
+
 # -- encoding -----------------------------------------------------------------------------------
 
 
@@ -379,6 +432,44 @@ def encode(value: Any) -> bytes:
     if isinstance(value, Described):
         return b"\x00" + encode(value.descriptor) + encode(value.value)
     raise TypeError(f"cannot encode {type(value).__name__} as AMQP")
+
+
+# AMQP type name -> (constructor code, struct format) of the fixed-width numeric types.
+_FIXED_ENCODINGS = {
+    "byte": (0x51, ">b"), "short": (0x61, ">h"), "int": (0x71, ">i"), "long": (0x81, ">q"),
+    "ubyte": (0x50, ">B"), "ushort": (0x60, ">H"), "uint": (0x70, ">I"), "ulong": (0x80, ">Q"),
+    "float": (0x72, ">f"), "double": (0x82, ">d"), "timestamp": (0x83, ">q"),
+}
+INTEGER_TYPES = frozenset(("byte", "short", "int", "long", "ubyte", "ushort", "uint", "ulong"))
+
+
+def encode_as(kind: str, value: Any) -> bytes:
+    """`value` encoded as the named AMQP type (`value` of a fitting Python type; a timestamp as
+    epoch ms); a name outside the primitive types encodes the value's text as a string."""
+    if value is None or kind == "null":
+        return b"\x40"
+    fixed = _FIXED_ENCODINGS.get(kind)
+    if fixed is not None:
+        code, fmt = fixed
+        number = float(value) if kind in ("float", "double") else int(value)
+        return bytes((code,)) + struct.pack(fmt, number)
+    if kind == "boolean":
+        return b"\x41" if value else b"\x42"
+    if kind == "symbol":
+        return encode(Symbol(value))
+    if kind == "char":
+        return encode(Char(value))
+    if kind == "uuid":
+        return encode(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+    if kind == "binary":
+        return encode(bytes(value))
+    return encode(str(value))
+
+
+def encode_typed_map(entries: list[tuple[Any, str, Any]]) -> bytes:
+    """An AMQP map from (key, AMQP type name, value) entries; keys as `encode` picks."""
+    return _compound(0xC1, 0xD1, [part for key, kind, value in entries
+                                  for part in (encode(key), encode_as(kind, value))])
 
 
 def _compound(code8: int, code32: int, items: list[bytes]) -> bytes:

@@ -67,6 +67,8 @@ def message_columns(encoded: bytes) -> tuple:
             if encoded[value_at] in (0xA1, 0xB1):
                 body_text = codec.decode(encoded, value_at)[0]
                 body = body_text.encode()
+            elif encoded[value_at] in (0xA0, 0xB0):  # binary: those bytes, not their encoding
+                body = codec.decode(encoded, value_at)[0]
             else:
                 body = bytes(encoded[value_at:end])
         elif descriptor == codec.AMQP_SEQUENCE and not data:

@@ -91,7 +91,7 @@ class RangePartition(InputPartition):
 
 class StoreReader(DataSourceReader):
     def __init__(self, options, schema: StructType | None = None) -> None:
-        from hermod.broker.replay import ReplayError, parse_time
+        from hermod.broker.times import TimeError, parse_time
         from hermod.store.engine import make_engine
 
         url = options["store"]
@@ -99,7 +99,7 @@ class StoreReader(DataSourceReader):
         try:
             from_ms = parse_time(options["from"]) if options.get("from") else None
             to_ms = parse_time(options["to"]) if options.get("to") else None
-        except ReplayError as error:
+        except TimeError as error:
             raise ReadError(f"option from/to: {error}") from None
         partitions = options.get("numPartitions")
         try:
@@ -159,7 +159,7 @@ class BrowseReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        from .amqp_client import browse
+        from hermod.broker.tools.amqp_client import browse
         from .rows import browsed_row
 
         address = self.queue.split("::", 1)[0]
@@ -268,9 +268,11 @@ class WritePlan:
         if self.properties_kind is not None and values.get("properties"):
             types = (values.get("property_types") or {}) if self.typed_properties else {}
             for key, value in values["properties"].items():
-                if value is None:
-                    continue
                 kind = types.get(key)
+                if value is None:
+                    if kind == "null":  # a recorded AMQP null goes back as one
+                        entries.append((str(key), "null", None))
+                    continue
                 if kind is not None and kind not in ("null", "list", "map", "array", "described",
                                                      "decimal32", "decimal64", "decimal128", "unknown"):
                     entries.append((str(key), kind, parse_text(kind, value)))
@@ -299,7 +301,7 @@ class WritePlan:
 
     def publish(self, rows: Iterator) -> int:
         """Send every row and wait until each is accepted; returns how many were sent."""
-        from .amqp_client import Publisher
+        from hermod.broker.tools.amqp_client import Publisher
 
         publisher = None
         try:

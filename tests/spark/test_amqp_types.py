@@ -66,3 +66,27 @@ def test_message_columns_of_a_message_without_properties_or_body():
     cols = message_columns(Message().encode())
     assert cols[:3] == (None, False, 4)
     assert cols[6:] == ({}, {}, {}, None, None)
+
+
+def test_the_protocol_type_system_names_each_width_and_encodes_by_name():
+    """The one AMQP type system (broker/protocol/amqptypes.py): what Proton encodes is named
+    with its width, described values and arrays included, and `encode_as` writes it back as
+    the same type."""
+    from proton import UNDESCRIBED, Array, Data, Described as PDescribed
+
+    from hermod.broker.protocol import amqptypes
+
+    cases = [(ubyte(7), "ubyte"), (uint(7), "uint"), (ulong(7), "ulong"), (7, "long"),
+             (symbol("s"), "symbol"), ("s", "string"), (char("c"), "char"),
+             (PDescribed(symbol("d"), "v"), "described"), (Array(UNDESCRIBED, Data.UBYTE, 1, 2), "array")]
+    for value, kind in cases:
+        data = Data()
+        data.put_object(value)
+        encoded = data.encode()
+        found_kind, decoded, end = amqptypes.decode_typed(encoded)
+        assert (found_kind, end) == (kind, len(encoded))
+        if kind not in ("described", "array"):
+            assert amqptypes.decode_typed(amqptypes.encode_as(kind, decoded))[:2] == (kind, decoded)
+    assert amqptypes.decode_typed(amqptypes.encode_as("ushort", 9)) == ("ushort", 9, 3)
+    entries = [("a", "ubyte", 1), ("b", "symbol", "x"), ("c", "null", None)]
+    assert amqptypes.typed_map_entries(amqptypes.encode_typed_map(entries), 0) == entries

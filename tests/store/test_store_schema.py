@@ -202,6 +202,6 @@ def test_memory_store_keeps_nothing_and_completes_at_once():
     assert (recovered.queues, recovered.references, recovered.next_message_id) == ([], {}, 1)
     journal.close()
 
-    inline = MemoryJournal(None)
+    inline = MemoryJournal()
     inline.submit([], results.append)
     assert results[-1] is None
