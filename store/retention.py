@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import ColumnElement, Engine, delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from .errors import StoreError
@@ -49,11 +49,11 @@ class IdRange:
     last: int  # inclusive
 
 
-def _where(selection: Selection) -> list:
+def _where(selection: Selection) -> list[ColumnElement[bool]]:
     """The selection's filters; acknowledgements are selected by their message's address."""
     table = _TABLE[selection.table]
     c = table.c
-    clauses = []
+    clauses: list[ColumnElement[bool]] = []
     if selection.addresses is not None:
         if selection.table == "messages":
             clauses.append(c.address.in_(selection.addresses))
