@@ -38,7 +38,9 @@ def test_connections_per_user_are_limited(start_broker):
     first, second = login(b), login(b)
     with pytest.raises(ConnectionException):
         login(b)
-    assert any("user alice is at its connection limit (2)" in l for l in b.stderr_lines)
+    # The refusal reaches the client before the broker's log line may have been read.
+    wait_for(lambda: any("user alice is at its connection limit (2)" in l for l in b.stderr_lines),
+             message="the connection-limit log line")
     first.close()
     third = wait_for(lambda: _try_login(b), message="a slot freed by the closed connection")
     third.close()

@@ -189,7 +189,8 @@ def test_fragmented_messages_ping_and_close_handshake(web):
     out = transport.peek(transport.pending())
     sock.sendall(ws_frame(BINARY, out[8:]))  # the header went already
     sock.sendall(ws_frame(CLOSE, (1000).to_bytes(2, "big") + b"bye"))
-    code, data = read_close(sock)
+    # The broker's header may have come in the same read as the pong: hand those bytes on.
+    code, data = read_close(sock, already=buf[15:])
     assert code == 1000
     assert data.startswith(AMQP_HEADER)
     assert sock.recv(1) == b""  # and the socket ends

@@ -143,11 +143,11 @@ def ws_frame(opcode: int, payload: bytes, masked: bool = True, fin: bool = True,
     return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 
-def read_close(raw: socket.socket, timeout: float = 10) -> tuple[int | None, bytes]:
+def read_close(raw: socket.socket, timeout: float = 10, already: bytes = b"") -> tuple[int | None, bytes]:
     """Read a server's frames until its close frame: (close code, binary payload before it).
-    (None, ...) when the socket ended without one."""
+    (None, ...) when the socket ended without one. `already`: frame bytes read before."""
     raw.settimeout(timeout)
-    buf, data = b"", b""
+    buf, data = already, b""
     while True:
         while len(buf) >= 2:
             opcode, n, at = buf[0] & 0x0F, buf[1] & 0x7F, 2
