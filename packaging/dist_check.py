@@ -1,6 +1,6 @@
 """`make dist-check`: run the built artefacts as a user would, and measure their footprint.
 
-1. The wheel, installed into a clean virtual environment (what `pipx install` does), from a working
+1. The wheel, installed with `pipx install` (its own clean virtual environment), from a working
    directory outside the repository: `hermod run`, a producer/consumer round trip, SIGTERM.
 2. The one-file build `dist/hermod`, under `env -i` with a PATH holding no Python: `hermod run`,
    a round trip, `hermod db upgrade` twice, `hermod analyse` refused with one line, SIGTERM.
@@ -119,22 +119,22 @@ def footprint(name: str, hermod: str, env: dict, cwd: Path, runs: int = 3) -> di
 
 
 def check_wheel(work: Path) -> str:
-    """Build the wheel, install it into a clean venv; returns that venv's `hermod`."""
+    """Build the wheel and `pipx install` it (its own clean venv); returns that `hermod`."""
     wheels = work / "wheels"
     run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(wheels)], dict(os.environ), work)
     (wheel,) = wheels.glob("hermod_broker-*.whl")
-    venv = work / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], dict(os.environ), work)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env, work)
-    hermod = str(venv / "bin" / "hermod")
+    env.update(PIPX_HOME=str(work / "pipx"), PIPX_BIN_DIR=str(work / "pipx-bin"), PIPX_MAN_DIR=str(work / "pipx-man"))
+    run([sys.executable, "-m", "pipx", "install", "--python", sys.executable, str(wheel)], env, work)
+    hermod = str(work / "pipx-bin" / "hermod")
     proc, port, _ = start([hermod, "run", "--port", "0", "--data", str(work / "wheel-data")], env, work)
     try:
         round_trip(hermod, port, env, work)
     finally:
         stop(proc)
-    version = run([hermod, "db", "upgrade", "--store", f"sqlite:///{work / 'wheel.db'}"], env, work)
-    print(f"wheel: installed {wheel.name} in a clean venv: run, round trip, SIGTERM, db upgrade: ok ({version.strip()})")
+    upgraded = run([hermod, "db", "upgrade", "--store", f"sqlite:///{work / 'wheel.db'}"], env, work)
+    version = run([hermod, "--version"], env, work).strip()
+    print(f"wheel: pipx install {wheel.name}: {version}; run, round trip, SIGTERM, db upgrade: ok ({upgraded.strip()})")
     return hermod
 
 
