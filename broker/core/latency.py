@@ -26,6 +26,12 @@ class LatencyHistogram:
         self.sum_ms += ms
         self.count += 1
 
+    def snapshot(self) -> "LatencyHistogram":
+        """A copy to read later (off the loop) while this one keeps counting."""
+        copy = LatencyHistogram.__new__(LatencyHistogram)
+        copy._bounds_ms, copy.counts, copy.sum_ms, copy.count = self._bounds_ms, self.counts[:], self.sum_ms, self.count
+        return copy
+
     def cumulative(self) -> list[tuple[float, int]]:
         """(upper bound in seconds, messages at or under it); the last bound is +Inf."""
         out, running = [], 0

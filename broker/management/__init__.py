@@ -101,7 +101,7 @@ class Management:
                 "max_units_per_commit": s.max_units_per_commit,
                 "avg_ops_per_commit": round(s.avg_ops_per_commit, 1), "summary": s.summary()}
 
-    def bridge_stats(self, requester: str | None = None) -> list[dict]:
+    def bridge_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:
         """A row per [[bridge]]: state (connecting, up, backoff, stopped), last error, backlog."""
         return [b.status() for b in self.broker.bridges]
 
@@ -293,6 +293,11 @@ class Management:
     def metrics_text(self) -> str:
         from .metrics import render
         return render(self.broker, self.connections.figures())
+
+    def metrics_snapshot(self):
+        """The figures of one scrape, read now; `metrics.text(snapshot)` formats them anywhere."""
+        from .metrics import Snapshot
+        return Snapshot(self.broker, self.connections.figures())
 
     def _codec(self) -> MessageCodec:
         if self.codec is None:

@@ -41,9 +41,42 @@ def _open_fds() -> int:
         return 0
 
 
+class Snapshot:
+    """One scrape's view, taken on the event loop: the list of queue objects (a copy of the
+    references, so queues created or deleted later do not disturb it) and the broker-wide
+    figures. Reading each queue's counters and formatting 10,000 queues' lines (about 120,000)
+    is the expensive part and runs off the loop (`text`); the counters are plain ints that the
+    loop updates one at a time, so a queue's row may be a message apart between two fields
+    (ready is clamped at 0), as with any scrape taken during traffic."""
+
+    __slots__ = ("node", "queues", "connection_figures", "memory_limit", "memory_used", "latency",
+                 "journal_depth", "store", "bridges", "resident", "open_fds")
+
+    def __init__(self, broker, connection_figures: dict):
+        po = broker.postoffice
+        self.node = broker.container_id
+        self.queues = list(po.queues.values())
+        self.connection_figures = connection_figures
+        self.memory_limit = po.flow.memory_limit
+        self.memory_used = po.memory_used
+        self.latency = po.delivery_latency.snapshot()
+        self.journal_depth = getattr(po, "_unconfirmed", 0)
+        stats = getattr(broker.journal, "stats", None)
+        self.store = stats() if stats is not None else None
+        self.bridges = [b.status() for b in getattr(broker, "bridges", ())]
+        self.resident = _resident_bytes()
+        self.open_fds = _open_fds()
+
+
 def render(broker, connection_figures: dict) -> str:
-    po = broker.postoffice
-    node = broker.container_id
+    """Snapshot and text in one call (tests, benchmarks); the HTTP handler splits the two."""
+    return text(Snapshot(broker, connection_figures))
+
+
+def text(snap: Snapshot) -> str:
+    """The Prometheus text of a snapshot. Pure: safe to run on another thread."""
+    node = snap.node
+    connection_figures = snap.connection_figures
     out: list[str] = []
     add = out.append
 
@@ -51,19 +84,19 @@ def render(broker, connection_figures: dict) -> str:
         add(f"# HELP {name} {help_text}")
         add(f"# TYPE {name} {kind}")
 
-    queues = sorted(po.queues.values(), key=lambda q: q.name)
     rows = []
     total_added = total_acked = total_delivering = total_consumers = total_messages = 0
-    for q in queues:
-        count = q.message_count
-        consumers = len(q.consumers)
-        name = _label(q.name)
-        rows.append((f'{{vhost="/",queue="{name}"}} ', f'{{broker="hermod",address="{_label(q.address.name)}",'
-                     f'queue="{name}"}} ', count, q.delivering, consumers, q.added,
-                     q.acked, q.expired, len(q.scheduled), q.durable))
-        total_added += q.added
-        total_acked += q.acked
-        total_delivering += q.delivering
+    figures = [(q.name, q.address.name, q.message_count, q.delivering, len(q.consumers), q.added, q.acked,
+                q.expired, len(q.scheduled), q.durable) for q in snap.queues]
+    for (qname, address, count, delivering, consumers, added, acked, expired, scheduled,
+         durable) in sorted(figures):
+        name = _label(qname)
+        rows.append((f'{{vhost="/",queue="{name}"}} ', f'{{broker="hermod",address="{_label(address)}",'
+                     f'queue="{name}"}} ', count, delivering, consumers, added, acked, expired, scheduled,
+                     durable))
+        total_added += added
+        total_acked += acked
+        total_delivering += delivering
         total_consumers += consumers
         total_messages += count
 
@@ -74,13 +107,13 @@ def render(broker, connection_figures: dict) -> str:
     add(f'rabbitmq_build_info{{rabbitmq_version="{__version__}",product="hermod",'
         f'product_version="{__version__}"}} 1')
     conns = connection_figures.get("connections", 0)
-    limit = po.flow.memory_limit
+    limit = snap.memory_limit
     delivered = total_acked + total_delivering
     proto = '{protocol="amqp10"}'
     for name, kind, help_text, value in (
             ("rabbitmq_connections", "gauge", "Connections currently open", conns),
             ("rabbitmq_channels", "gauge", "AMQP 1.0 sessions currently open", connection_figures.get("sessions", 0)),
-            ("rabbitmq_queues", "gauge", "Queues available", len(queues)),
+            ("rabbitmq_queues", "gauge", "Queues available", len(snap.queues)),
             ("rabbitmq_global_consumers", "gauge", "Consumers currently connected", total_consumers),
             ("rabbitmq_global_publishers", "gauge", "Publishers (sending links) currently connected",
              connection_figures.get("publishers", 0)),
@@ -93,9 +126,9 @@ def render(broker, connection_figures: dict) -> str:
              "Messages delivered to consumers", delivered),
             ("rabbitmq_global_messages_acknowledged_total" + proto, "counter",
              "Messages acknowledged by consumers", total_acked),
-            ("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes", _resident_bytes()),
+            ("rabbitmq_process_resident_memory_bytes", "gauge", "Memory used in bytes", snap.resident),
             ("rabbitmq_resident_memory_limit_bytes", "gauge", "Memory limit for messages (max_memory_mb)", limit),
-            ("rabbitmq_process_open_fds", "gauge", "Open file descriptors", _open_fds()),
+            ("rabbitmq_process_open_fds", "gauge", "Open file descriptors", snap.open_fds),
             ("rabbitmq_process_max_fds", "gauge", "Open file descriptors limit",
              resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
             ("rabbitmq_erlang_uptime_seconds", "gauge", "Seconds the broker has been running",
@@ -114,15 +147,15 @@ def render(broker, connection_figures: dict) -> str:
     family("hermod_messages", "gauge", "Messages on all queues")
     add(f"hermod_messages {total_messages}")
     family("hermod_memory_used_bytes", "gauge", "Bytes of messages held in memory")
-    add(f"hermod_memory_used_bytes {po.memory_used}")
+    add(f"hermod_memory_used_bytes {snap.memory_used}")
     family("hermod_memory_limit_bytes", "gauge",
            "Memory limit for messages (max_memory_mb; default a quarter of RAM)")
     add(f"hermod_memory_limit_bytes {limit}")
-    _latency(family, add, po.delivery_latency)
+    _latency(family, add, snap.latency)
     family("hermod_journal_depth", "gauge", "Sends handed to the store and not yet committed")
-    add(f"hermod_journal_depth {getattr(po, '_unconfirmed', 0)}")
-    _store(family, add, broker)
-    _bridges(family, add, broker)
+    add(f"hermod_journal_depth {snap.journal_depth}")
+    _store(family, add, snap.store)
+    _bridges(family, add, snap.bridges)
     add("")
     return "\n".join(out)
 
@@ -139,7 +172,7 @@ def _latency(family, add, histogram) -> None:
 
 def _per_queue(family, add, rows, out: list) -> None:
     q_help = (
-        ("rabbitmq_queue_messages_ready", "gauge", "Messages ready to be delivered", lambda r: r[2] - r[3]),
+        ("rabbitmq_queue_messages_ready", "gauge", "Messages ready to be delivered", lambda r: max(r[2] - r[3], 0)),
         ("rabbitmq_queue_messages_unacked", "gauge", "Messages delivered and not yet acknowledged", lambda r: r[3]),
         ("rabbitmq_queue_messages", "gauge", "Messages ready and unacknowledged", lambda r: r[2]),
         ("rabbitmq_queue_consumers", "gauge", "Consumers on the queue", lambda r: r[4]),
@@ -178,11 +211,9 @@ _STORE_METRICS = (
 )
 
 
-def _store(family, add, broker) -> None:
-    stats = getattr(broker.journal, "stats", None)
-    if stats is None:
+def _store(family, add, s) -> None:
+    if s is None:
         return
-    s = stats()
     for name, kind, text, value in _STORE_METRICS:
         family(name, kind, text)
         add(f"{name} {value(s)}")
@@ -201,8 +232,7 @@ _BRIDGE_METRICS = (
 )
 
 
-def _bridges(family, add, broker) -> None:
-    rows = [b.status() for b in getattr(broker, "bridges", ())]
+def _bridges(family, add, rows: list) -> None:
     if not rows:
         return
     for name, kind, text, value in _BRIDGE_METRICS:
