@@ -30,9 +30,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
-from sqlalchemy import Connection, Engine, event, select, text, update
+from sqlalchemy import Connection, Engine, select, text, update
 
 from .errors import StoreError, StoreUnreachable, one_line
+from .lease import end_idle_transactions
 from .models import id_blocks
 from .recovery import highest_message_id
 
@@ -201,12 +202,7 @@ class Membership:
     def guard(self, engine: Engine) -> None:
         """Sessions of `engine` (the journal's) idle inside a transaction for `lease_s` are ended
         by the server, so a paused owner cannot hold a takeover back."""
-        timeout_ms = int(self.lease_s * 1000)
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, _record) -> None:  # pragma: no branch - tiny
-            dbapi_connection.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
-            dbapi_connection.commit()
+        end_idle_transactions(engine, self.lease_s)
 
     def _require_alive(self, connection: Connection) -> None:
         alive = connection.execute(text(

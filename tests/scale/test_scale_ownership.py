@@ -161,3 +161,21 @@ def test_an_unreachable_database_is_one_line(engines):
     finally:
         engine.dispose()
     assert "\n" not in str(caught.value) and "nowhere" in str(caught.value)
+
+
+def test_a_paused_owner_mid_transaction_does_not_hold_a_takeover_back(scale_db, engines):
+    url = scale_db[2]
+    a = member(engines, url, "node-a", SHORT_LEASE_S)
+    journal_engine = engines(url)
+    a.guard(journal_engine)  # the journal's sessions, as a broker would set them up
+    b = member(engines, url, "node-b")
+    assert a.claim("orders") == 1
+    connection = journal_engine.connect()
+    transaction = connection.begin()
+    a.check(connection, ["orders"])  # then node-a is SIGSTOPped inside its commit
+    wait_for(lambda: b.owner("orders") is None, 10, message="node-a's lease to expire")
+    assert wait_for(lambda: b.claim("orders"), 10, message="node-b to take orders") == 2
+    with pytest.raises(Exception, match="idle-in-transaction|terminat|closed"):
+        connection.execute(text("SELECT 1"))
+        transaction.commit()
+    connection.invalidate()
