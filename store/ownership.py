@@ -187,17 +187,22 @@ class Membership:
     def check(self, connection: Connection, queues: Iterable[str]) -> None:
         """Inside a commit transaction: raise OwnershipLost unless we are alive and own every
         queue in `queues`; their rows stay locked against a claim until the commit."""
-        self._require_alive(connection)
         wanted = sorted(set(queues))  # one lock order for every committer
         if not wanted:
+            self._require_alive(connection)
             return
+        # One round trip on the happy path: our node row and the queue rows, all locked.
         held = set(connection.execute(text(
-            "SELECT queue FROM queue_owners WHERE queue = ANY(:queues) AND holder = :holder"
-            " ORDER BY queue FOR KEY SHARE"), self._params(queues=wanted)).scalars())
+            "SELECT o.queue FROM queue_owners o JOIN cluster_nodes n ON n.holder = o.holder"
+            " WHERE o.queue = ANY(:queues) AND o.holder = :holder"
+            " AND n.expires_at > clock_timestamp() ORDER BY o.queue FOR KEY SHARE"),
+            self._params(queues=wanted)).scalars())
+        if len(held) == len(wanted):
+            return
+        self._require_alive(connection)  # names the better reason first
         lost = [queue for queue in wanted if queue not in held]
-        if lost:
-            raise OwnershipLost(f"store {self._where}: this broker ({self.node}) no longer owns "
-                                f"{', '.join(lost)}; nothing was committed")
+        raise OwnershipLost(f"store {self._where}: this broker ({self.node}) no longer owns "
+                            f"{', '.join(lost)}; nothing was committed")
 
     def guard(self, engine: Engine) -> None:
         """Sessions of `engine` (the journal's) idle inside a transaction for `lease_s` are ended
