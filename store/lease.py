@@ -186,9 +186,15 @@ class Lease:
     def guard(self, engine: Engine) -> None:
         """A journal session paused inside a transaction must not hold a takeover back for
         longer than a lease: the server ends it after `lease_s`."""
-        timeout_ms = int(self.lease_s * 1000)
+        end_idle_transactions(engine, self.lease_s)
 
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, _record) -> None:  # pragma: no branch - tiny
-            dbapi_connection.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
-            dbapi_connection.commit()
+
+def end_idle_transactions(engine: Engine, after_s: float) -> None:
+    """Every new session of `engine` is ended by the server once it has been idle inside a
+    transaction for `after_s` (a paused process must not hold row locks for ever)."""
+    timeout_ms = int(after_s * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # pragma: no branch - tiny
+        dbapi_connection.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
+        dbapi_connection.commit()

@@ -195,6 +195,37 @@ class HaBackupRow(Base):
     seen_at: Mapped[Any] = mapped_column(DateTime(timezone=True))
 
 
+class ClusterNodeRow(Base):
+    """A broker process of a several-live-brokers store and until when it is alive, on the
+    database's clock (store.ownership; docs/scale-out.md)."""
+
+    __tablename__ = "cluster_nodes"
+
+    holder: Mapped[str] = mapped_column(String, primary_key=True)  # node and a process token
+    node: Mapped[str] = mapped_column(String)
+    announce: Mapped[str | None] = mapped_column(String)
+    expires_at: Mapped[Any] = mapped_column(DateTime(timezone=True))
+
+
+class QueueOwnerRow(Base):
+    """Which broker process owns a queue; valid only while its `cluster_nodes` row runs."""
+
+    __tablename__ = "queue_owners"
+
+    queue: Mapped[str] = mapped_column(String, primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String, index=True)
+    epoch: Mapped[int] = mapped_column(BigInteger)  # one more at every change of owner
+
+
+class IdBlockRow(Base):
+    """The next free id of a counter shared by several brokers (message ids, in blocks)."""
+
+    __tablename__ = "id_blocks"
+
+    name: Mapped[str] = mapped_column(String, primary_key=True)
+    next_value: Mapped[int] = mapped_column(BigInteger)
+
+
 def _table(row: type[Base]) -> Table:
     """A model's Table (SQLAlchemy types `__table__` as any FromClause; ours are all tables)."""
     table = row.__table__
@@ -205,6 +236,9 @@ def _table(row: type[Base]) -> Table:
 addresses = _table(AddressRow)
 ha_lease = _table(HaLeaseRow)
 ha_backups = _table(HaBackupRow)
+cluster_nodes = _table(ClusterNodeRow)
+queue_owners = _table(QueueOwnerRow)
+id_blocks = _table(IdBlockRow)
 retained_messages = _table(RetainedMessageRow)
 acknowledgements = _table(AcknowledgementRow)
 dead_letters = _table(DeadLetterRow)

@@ -48,11 +48,7 @@ def recover(engine: Engine, *, window: int | None = None,
             if (window is not None and len(refs) >= window) or (
                     share is not None and _has_more(connection, row.id, refs)):
                 more.add(row.name)
-        # Ids must not repeat after a restart while records still name them (retention,
-        # acknowledgements, dead letters).
-        highest = max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
-            messages.c.id, retained_messages.c.message_id, acknowledgements.c.message_id,
-            dead_letters.c.message_id))
+        highest = highest_message_id(connection)
         remembered: dict[str, list[str]] = {}
         for row in connection.execute(select(duplicate_ids).order_by(duplicate_ids.c.seq)):
             remembered.setdefault(row.address, []).append(row.duplicate_id)
@@ -64,6 +60,14 @@ def recover(engine: Engine, *, window: int | None = None,
         duplicate_ids=remembered,
         more=frozenset(more),
     )
+
+
+def highest_message_id(connection: Connection) -> int:
+    """The highest message id the store names anywhere (0 if none): ids must not repeat after a
+    restart while records still name them (retention, acknowledgements, dead letters)."""
+    return max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
+        messages.c.id, retained_messages.c.message_id, acknowledgements.c.message_id,
+        dead_letters.c.message_id))
 
 
 def read_page(connection: Connection, queue_id: int, after_message_id: int,

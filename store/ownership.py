@@ -1,0 +1,244 @@
+"""Several live brokers on one PostgreSQL: node leases, queue ownership and shared id blocks.
+
+The store-level half of docs/scale-out.md; nothing in `hermod run` uses it yet.
+
+Theory of operation. Each broker process is a `Membership`: a row of `cluster_nodes` (its
+`holder`: node name plus a token of this process) alive until `expires_at` on the DATABASE's
+clock (`clock_timestamp()`), renewed by one UPDATE per node whatever the number of queues it
+owns. Once expired a holder can never renew again (the UPDATE requires it unexpired), so "dead"
+is final for a process; a restarted broker is a new holder.
+
+A queue is owned by the holder named in its `queue_owners` row while that holder is alive.
+
+- claim: lock the queue's row `FOR UPDATE`; take it when it has no holder, is ours already, or
+  its holder is dead; the epoch grows at every change of owner (a fencing token).
+- check (the fence): last statement of every commit transaction of the owner: our node row must
+  be unexpired and every queue the commit touches must still name us; the queue rows stay locked
+  `FOR KEY SHARE` until the commit. That lock blocks a claimant's `FOR UPDATE`: a takeover waits
+  for a commit in flight, and every later commit of the old owner finds another holder and fails
+  with `OwnershipLost` (nothing of it committed). So whoever claims a queue recovers everything
+  its former owner ever committed for it, and the former owner commits nothing more to it.
+- A journal session paused inside a transaction (SIGSTOP) would hold that lock: `guard()` has the
+  server end such sessions after `lease_s`.
+
+`allocate_ids` hands out disjoint blocks of message ids from one counter row, never below the
+highest id already in the store, so several writers never assign the same id.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
+
+from sqlalchemy import Connection, Engine, select, text, update
+
+from .errors import StoreError, StoreUnreachable, one_line
+from .lease import end_idle_transactions
+from .models import id_blocks
+from .recovery import highest_message_id
+
+_TIMEOUT_MS = 2000  # statement and lock timeout of membership transactions
+
+T = TypeVar("T")
+
+
+class OwnershipLost(StoreError):
+    """This broker no longer owns a queue it was about to commit to (or is no longer alive)."""
+
+
+class NodeNameTaken(StoreError):
+    """Another live broker process uses this node name."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    node: str
+    announce: str | None
+    epoch: int
+
+
+class Membership:
+    """One broker process in a several-live-brokers store. Blocking calls (run them off the
+    reactor thread); every database failure raises StoreUnreachable (one line). PostgreSQL only."""
+
+    def __init__(self, engine: Engine, where: str, node: str, lease_s: float,
+                 announce: str | None = None) -> None:
+        self._engine = engine
+        self._where = where
+        self.node = node
+        self.lease_s = float(lease_s)
+        self.announce = announce
+        self.holder = f"{node} {uuid.uuid4().hex[:12]}"
+
+    def _run(self, statements: Callable[[Connection], T]) -> T:
+        """`statements(connection)` in one bounded transaction."""
+        try:
+            with self._engine.begin() as connection:
+                connection.exec_driver_sql(f"SET LOCAL statement_timeout = {_TIMEOUT_MS}")
+                connection.exec_driver_sql(f"SET LOCAL lock_timeout = {_TIMEOUT_MS}")
+                return statements(connection)
+        except StoreError:
+            raise
+        except Exception as error:
+            raise StoreUnreachable(f"store {self._where}: membership: {one_line(error)}") from error
+
+    def _params(self, **more: object) -> dict[str, object]:
+        return {"holder": self.holder, "node": self.node, "announce": self.announce,
+                "lease_s": self.lease_s, **more}
+
+    # -- the node lease ------------------------------------------------------------------------
+
+    def join(self) -> None:
+        """Become a live member. Refused (NodeNameTaken, naming it) while another live process
+        uses the same node name; a dead one's row is cleared."""
+        def join(connection: Connection) -> None:
+            # Serialises joins of one node name (a row lock would not cover "no row yet").
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('hermod node ' || :node))"),
+                               self._params())
+            other = connection.execute(text(
+                "SELECT holder FROM cluster_nodes WHERE node = :node AND holder <> :holder"
+                " AND expires_at > clock_timestamp()"), self._params()).scalar()
+            if other is not None:
+                raise NodeNameTaken(f"store {self._where}: node name {self.node!r} is in use by "
+                                    f"another live broker ({other})")
+            connection.execute(text("DELETE FROM cluster_nodes WHERE node = :node"
+                                    " AND holder <> :holder"), self._params())
+            connection.execute(text(
+                "INSERT INTO cluster_nodes (holder, node, announce, expires_at) VALUES"
+                " (:holder, :node, :announce, clock_timestamp() + :lease_s * interval '1 second')"
+                " ON CONFLICT (holder) DO NOTHING"), self._params())
+        self._run(join)
+
+    def renew(self) -> bool:
+        """Push our expiry `lease_s` past the database's now; False once it has expired (the
+        process must stop serving: its queues may already have other owners)."""
+        return self._run(lambda connection: connection.execute(text(
+            "UPDATE cluster_nodes SET expires_at = clock_timestamp() + :lease_s * interval '1 second'"
+            " WHERE holder = :holder AND expires_at > clock_timestamp()"),
+            self._params()).rowcount == 1)
+
+    def leave(self) -> None:
+        """A graceful stop: our queues are free at once, our node row goes."""
+        def leave(connection: Connection) -> None:
+            connection.execute(text("UPDATE queue_owners SET holder = NULL WHERE holder = :holder"),
+                               self._params())
+            connection.execute(text("DELETE FROM cluster_nodes WHERE holder = :holder"),
+                               self._params())
+        self._run(leave)
+
+    def live_nodes(self) -> dict[str, str | None]:
+        """node -> announce of every live member."""
+        rows = self._run(lambda connection: connection.execute(text(
+            "SELECT node, announce FROM cluster_nodes WHERE expires_at > clock_timestamp()"
+            " ORDER BY node")).all())
+        return {row.node: row.announce for row in rows}
+
+    # -- queue ownership -----------------------------------------------------------------------
+
+    def claim(self, queue: str) -> int | None:
+        """Own `queue`; its new epoch, or None while another live member owns it. Raises
+        OwnershipLost when we are no longer alive ourselves."""
+        def claim(connection: Connection) -> int | None:
+            self._require_alive(connection)
+            connection.execute(text("INSERT INTO queue_owners (queue, holder, epoch)"
+                                    " VALUES (:queue, NULL, 0) ON CONFLICT DO NOTHING"),
+                               self._params(queue=queue))
+            row = connection.execute(text(
+                "SELECT o.holder, o.epoch FROM queue_owners o WHERE o.queue = :queue FOR UPDATE"),
+                self._params(queue=queue)).one()
+            if row.holder == self.holder:
+                return int(row.epoch)
+            if row.holder is not None and self._alive(connection, row.holder):
+                return None
+            return connection.execute(text(
+                "UPDATE queue_owners SET holder = :holder, epoch = epoch + 1 WHERE queue = :queue"
+                " RETURNING epoch"), self._params(queue=queue)).scalar_one()
+        return self._run(claim)
+
+    def release(self, queue: str) -> bool:
+        """Give `queue` up (rebalancing); False if it was not ours."""
+        return self._run(lambda connection: connection.execute(text(
+            "UPDATE queue_owners SET holder = NULL WHERE queue = :queue AND holder = :holder"),
+            self._params(queue=queue)).rowcount == 1)
+
+    def owner(self, queue: str) -> Owner | None:
+        """The live owner of `queue` (where to redirect or forward), or None."""
+        row = self._run(lambda connection: connection.execute(text(
+            "SELECT n.node, n.announce, o.epoch FROM queue_owners o"
+            " JOIN cluster_nodes n ON n.holder = o.holder"
+            " WHERE o.queue = :queue AND n.expires_at > clock_timestamp()"),
+            self._params(queue=queue)).first())
+        return None if row is None else Owner(row.node, row.announce, int(row.epoch))
+
+    def owned(self) -> list[str]:
+        return self._run(lambda connection: list(connection.execute(text(
+            "SELECT queue FROM queue_owners WHERE holder = :holder ORDER BY queue"),
+            self._params()).scalars()))
+
+    def orphans(self) -> list[str]:
+        """Queues with no live owner: released, or owned by a dead member."""
+        return self._run(lambda connection: list(connection.execute(text(
+            "SELECT o.queue FROM queue_owners o LEFT JOIN cluster_nodes n"
+            " ON n.holder = o.holder AND n.expires_at > clock_timestamp()"
+            " WHERE n.holder IS NULL ORDER BY o.queue")).scalars()))
+
+    # -- the fence -----------------------------------------------------------------------------
+
+    def check(self, connection: Connection, queues: Iterable[str]) -> None:
+        """Inside a commit transaction: raise OwnershipLost unless we are alive and own every
+        queue in `queues`; their rows stay locked against a claim until the commit."""
+        wanted = sorted(set(queues))  # one lock order for every committer
+        if not wanted:
+            self._require_alive(connection)
+            return
+        # One round trip on the happy path: our node row and the queue rows, all locked.
+        held = set(connection.execute(text(
+            "SELECT o.queue FROM queue_owners o JOIN cluster_nodes n ON n.holder = o.holder"
+            " WHERE o.queue = ANY(:queues) AND o.holder = :holder"
+            " AND n.expires_at > clock_timestamp() ORDER BY o.queue FOR KEY SHARE"),
+            self._params(queues=wanted)).scalars())
+        if len(held) == len(wanted):
+            return
+        self._require_alive(connection)  # names the better reason first
+        lost = [queue for queue in wanted if queue not in held]
+        raise OwnershipLost(f"store {self._where}: this broker ({self.node}) no longer owns "
+                            f"{', '.join(lost)}; nothing was committed")
+
+    def guard(self, engine: Engine) -> None:
+        """Sessions of `engine` (the journal's) idle inside a transaction for `lease_s` are ended
+        by the server, so a paused owner cannot hold a takeover back."""
+        end_idle_transactions(engine, self.lease_s)
+
+    def _require_alive(self, connection: Connection) -> None:
+        alive = connection.execute(text(
+            "SELECT 1 FROM cluster_nodes WHERE holder = :holder AND expires_at > clock_timestamp()"
+            " FOR KEY SHARE"), self._params()).first()
+        if alive is None:
+            raise OwnershipLost(f"store {self._where}: this broker ({self.node}) is no longer a "
+                                "live member (its node lease expired); nothing was committed")
+
+    @staticmethod
+    def _alive(connection: Connection, holder: str) -> bool:
+        return connection.execute(text(
+            "SELECT 1 FROM cluster_nodes WHERE holder = :holder AND expires_at > clock_timestamp()"),
+            {"holder": holder}).first() is not None
+
+
+MESSAGE_IDS = "message"
+
+
+def allocate_ids(connection: Connection, size: int, name: str = MESSAGE_IDS) -> range:
+    """A block of `size` ids no other caller ever gets, above every message id in the store.
+    Call inside a transaction; commits with it (a rolled-back block is simply not handed out).
+    Both dialects: the counter row is locked (PostgreSQL) or the write serialises (SQLite)."""
+    if size < 1:
+        raise ValueError("an id block holds at least one id")
+    floor = highest_message_id(connection) + 1
+    current = connection.execute(
+        select(id_blocks.c.next_value).where(id_blocks.c.name == name).with_for_update()).scalar()
+    if current is None:  # revision 0004 inserts it
+        raise StoreError(f"store: the id counter {name!r} is missing from id_blocks")
+    start = max(current, floor)
+    connection.execute(update(id_blocks).where(id_blocks.c.name == name)
+                       .values(next_value=start + size))
+    return range(start, start + size)

@@ -1,0 +1,51 @@
+"""Fixtures for the several-live-brokers store tests: one private PostgreSQL cluster for the
+module, a fresh migrated database per test, and engines that are all disposed at the end."""
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
+
+from pgcluster import PgCluster, find_bindir  # noqa: E402
+
+from hermod.store import schema  # noqa: E402
+from hermod.store.engine import make_engine  # noqa: E402
+
+_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def scale_cluster():
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    with PgCluster(durable=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def scale_db(scale_cluster):
+    """(cluster, database name, store URL) of a fresh migrated database."""
+    name = f"hermod_scale_{next(_numbers)}"
+    url = scale_cluster.create_database(name)
+    schema.upgrade(url)
+    yield scale_cluster, name, url
+    scale_cluster.drop_database(name)
+
+
+@pytest.fixture
+def engines():
+    """`engines(url)`: a new engine (one per simulated broker process), disposed at the end."""
+    made = []
+
+    def make(url: str):
+        engine = make_engine(url)
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        engine.dispose()
