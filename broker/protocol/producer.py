@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermod.link")
 
-# Producer credit (Artemis): a window of 1000, topped up when it falls to 300.
+# Producer credit (Artemis): a window of 1000, topped up when it falls to 300. Transfers waiting
+# for the store hold their credit until their unit commits (settled at the sender or not), and
+# the credit comes out of the journal budget (core.flow.JOURNAL_BUDGET_UNITS): a grant of less
+# than PRODUCER_CREDIT_LOW waits for more room rather than send a trickle of small flows.
 PRODUCER_CREDIT = 1000
 PRODUCER_CREDIT_LOW = 300
 ROUTING_TYPE_ANNOTATION = "x-opt-routing-type"
@@ -113,8 +116,18 @@ class ProducerLink:
         lib.pn_link_set_max_message_size(link, handler.max_size)
         handler._recover(remote)
         lib.pn_link_open(link)
-        lib.pn_link_flow(link, PRODUCER_CREDIT)
+        handler._grant_first_credit()
         return handler
+
+    def _grant_first_credit(self) -> None:
+        """The window at attach (even to a full `block` address: the credit check is at top-up),
+        out of the journal budget; none while the journal is at its budget."""
+        flow = self.postoffice.flow
+        credit = min(PRODUCER_CREDIT, flow.journal_room())
+        if credit >= PRODUCER_CREDIT_LOW:
+            lib.pn_link_flow(self.link, credit)
+        else:
+            flow.wait(self, self._top_up_credit)
 
     def _recover(self, remote) -> None:
         """A sender re-attaching with its unsettled map (§2.6.13) learns from our attach which
@@ -207,10 +220,15 @@ class ProducerLink:
         flow = self.postoffice.flow
         if flow.may_grant_credit(self.target.address) and not core_links.blocked_downstream(
                 self.postoffice, self.target):
-            credit = lib.pn_link_credit(self.link) + self.unconfirmed
-            if credit < PRODUCER_CREDIT_LOW:
-                lib.pn_link_flow(self.link, PRODUCER_CREDIT - credit)
-                self.conn.server.mark(self.conn)
+            held = lib.pn_link_credit(self.link) + self.unconfirmed
+            if held >= PRODUCER_CREDIT_LOW:
+                return
+            room = flow.journal_room()
+            if room < PRODUCER_CREDIT_LOW:
+                flow.wait(self, self._top_up_credit)  # the store is behind: credit as it commits
+                return
+            lib.pn_link_flow(self.link, min(PRODUCER_CREDIT - held, room))
+            self.conn.server.mark(self.conn)
         else:
             flow.wait(self, self._top_up_credit)
 
@@ -289,7 +307,8 @@ class ProducerLink:
             coordinator.hold_send(d, presettled, txn, plan)
             return
         if presettled:
-            po.post(plan)
+            if not po.post_now(plan):
+                po.post(plan, self._completion(None))  # no outcome owed; the credit waits
             lib.pn_delivery_settle(d)
             return
         if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
@@ -325,21 +344,23 @@ class ProducerLink:
         return principal is not None and str(user_id) == principal.name
 
     def _completion(self, d):
-        """The outcome once the unit is stored; the credit it held comes back then."""
+        """The outcome once the unit is stored (`d` None: the transfer was settled at the
+        sender, no outcome is owed); the credit it held comes back then."""
         self.unconfirmed += 1
 
         def done(error: BaseException | None) -> None:
             self.unconfirmed -= 1
             if not self.active:
                 return  # the link, and Proton's delivery with it, is gone
-            if error is None:
-                self._accepted(d)
-            else:
-                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
-                              conditions.condition_for(error), f"message not stored: {error}")
-                lib.pn_delivery_update(d, PN_REJECTED)
-            lib.pn_delivery_settle(d)
-            self.conn.server.mark(self.conn)
+            if d is not None:
+                if error is None:
+                    self._accepted(d)
+                else:
+                    set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
+                                  conditions.condition_for(error), f"message not stored: {error}")
+                    lib.pn_delivery_update(d, PN_REJECTED)
+                lib.pn_delivery_settle(d)
+                self.conn.server.mark(self.conn)
             if lib.pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
                 self._top_up_credit()
         return done
@@ -364,7 +385,7 @@ class ProducerLink:
             coordinator.hold_send(d, presettled, txn, plan)
             return
         if presettled:
-            po.post(plan)
+            po.post(plan, self._completion(None))
             lib.pn_delivery_settle(d)
         else:
             po.post(plan, self._completion(d))
