@@ -24,7 +24,13 @@ import canon
 _CPP_ONE_BODY = ("proton::message holds one body value: of several data / amqp-sequence sections "
                  "only the last is kept")
 _CPP_NULL_BODY = "proton::message does not encode a null amqp-value body (it writes no body section)"
+_RHEA_NESTED_ARRAY = ("rhea's writer passes no element constructor to an array inside an array "
+                      "(types.Writer.write_array), so it cannot encode an array of arrays at all")
+_RHEA_DESCRIBED_BODY = ("rhea puts the amqp-value section's descriptor on the body's own Typed object "
+                        "(types.described_nc), replacing a described body's descriptor: it sends the bare value")
 KNOWN_LIMITATIONS: dict[tuple[str, str, str], str] = {
+    ("rhea", "send", "value.nested"): _RHEA_NESTED_ARRAY,
+    ("rhea", "send", "value.described-list"): _RHEA_DESCRIBED_BODY,
     **{("protoncpp", role, case): _CPP_ONE_BODY for role in ("send", "receive")
        for case in ("data.three", "sequence.three")},
     **{("protoncpp", role, case): _CPP_NULL_BODY for role in ("send", "receive")
@@ -77,10 +83,15 @@ def test_bare_message_arrives_byte_for_byte(pair_runs, sender, receiver, case_id
     available(receiver)
     run = pair_runs(sender, receiver)
     n = CASE_IDS.index(case_id)
-    assert len(run.sent) == len(CASES), f"the sender sent {len(run.sent)} of {len(CASES)}\n{run.transcript}"
     assert len(run.received) == len(run.sent), \
         f"the receiver got {len(run.received)} of {len(run.sent)}\n{run.transcript}"
     spec = CASE_BY_ID[case_id]
+    if n not in run.sent:  # the client could not encode it at all
+        reason = _limitation(sender.name, "send", case_id)
+        if reason:
+            pytest.xfail(f"{sender.name} cannot send it: {reason}")
+        raise AssertionError(f"{sender.name} did not send case {n} (sent {len(run.sent)} of {len(CASES)})\n"
+                             f"{run.transcript}")
     assert n in run.received, f"case {n} did not arrive\n{run.transcript}"
     sent, received = run.sent[n], run.received[n]
 
