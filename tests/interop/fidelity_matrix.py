@@ -54,6 +54,9 @@ CLIENTS = [
                    "input", False),
     # rhea builds each message with its typed-value API (interop/rhea/typed.js)
     FidelityClient("rhea", "rhea", ("node", str(INTEROP / "rhea" / "fidelity.js")), "spec", True, INTEROP / "rhea"),
+    # the amqp10 npm client (node-amqp10 3.6.0): its typed API (interop/amqp10/typed.js), raw bytes received
+    FidelityClient("amqp10", "amqp10", ("node", str(INTEROP / "amqp10" / "fidelity.js")), "spec", True,
+                   INTEROP / "amqp10"),
 ]
 
 
