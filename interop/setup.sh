@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds the interop clients; idempotent, and quick when everything is in place.
 #
-#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp] [amqp10]   (no argument: all; "jms" is an alias of rhea)
+#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp] [amqp10] [azure]   (no argument: all; "jms" is an alias of rhea)
 #
 # rhea:    node + npm (apt-get install nodejs npm when missing), then `npm ci` into
 #          interop/rhea/node_modules when it is missing or was installed from another package-lock.json.
@@ -10,6 +10,7 @@
 # pyproton37: Debian's python3-qpid-proton (0.37) for /usr/bin/python3.
 # protoncpp: g++ and Debian's libqpid-proton-cpp12-dev, then `make -C interop/protoncpp`.
 # amqp10:  node + npm, then `npm ci` into interop/amqp10/node_modules (like rhea).
+# azure:   azure-servicebus (for its _pyamqp) via pip install --target interop/azure/build/site.
 #
 # For each component one line on stdout:
 #   interop-setup: <component> ready
@@ -156,8 +157,32 @@ setup_protoncpp() {
     fi
 }
 
+# Azure's pure-Python AMQP stack (azure.servicebus._pyamqp): pip install --target
+# interop/azure/build/site with $HERMOD_PYTHON (the Python that will run the client; default python3),
+# never into a venv. The stamp records the pin and that Python's version (a compiled dependency).
+AZURE_PIN="azure-servicebus==7.15.0"
+setup_azure() {
+    local py="${HERMOD_PYTHON:-python3}" site="$HERE/azure/build/site" want
+    want="$AZURE_PIN $("$py" -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)"
+    if [ "$(cat "$site/.hermod-installed" 2>/dev/null)" = "$want" ]; then
+        ready azure
+        return
+    fi
+    rm -rf "$site"
+    if "$py" -m pip install --quiet --disable-pip-version-check --target "$site" "$AZURE_PIN" >"$LOG" 2>&1; then
+        echo "$want" >"$site/.hermod-installed"
+        ready azure
+    elif ! "$py" -m pip --version >/dev/null 2>&1; then
+        unavailable azure "$py has no pip"
+    elif grep -qiE "No matching distribution|Could not fetch|Failed to establish|Name or service|timed out" "$LOG"; then
+        unavailable azure "pip cannot reach the package index: $(last_log_line)"
+    else
+        failed azure "pip install $AZURE_PIN: $(last_log_line)"
+    fi
+}
+
 components=("$@")
-[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp amqp10)
+[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp amqp10 azure)
 done_rhea=0
 for c in "${components[@]}"; do
     case "$c" in
@@ -166,7 +191,8 @@ for c in "${components[@]}"; do
         pyproton37) setup_pyproton37 ;;
         protoncpp) setup_protoncpp ;;
         amqp10) setup_amqp10 ;;
-        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp] [amqp10]" >&2; exit 64 ;;
+        azure) setup_azure ;;
+        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp] [amqp10] [azure]" >&2; exit 64 ;;
     esac
 done
 exit "$FAILED"

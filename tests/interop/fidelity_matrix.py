@@ -57,6 +57,8 @@ CLIENTS = [
     # the amqp10 npm client (node-amqp10 3.6.0): its typed API (interop/amqp10/typed.js), raw bytes received
     FidelityClient("amqp10", "amqp10", ("node", str(INTEROP / "amqp10" / "fidelity.js")), "spec", True,
                    INTEROP / "amqp10"),
+    # Azure's pure-Python AMQP stack (azure.servicebus._pyamqp), installed under interop/azure/build
+    FidelityClient("azure", "azure", (_venv_python(), str(INTEROP / "azure" / "pyamqpclient.py")), "spec", True),
 ]
 
 

@@ -42,7 +42,17 @@ _AMQP10_SEND = {
     **{case: "amqp10 cannot encode a ulong of 2^63 or more (it reads its Int64 as signed to pick the encoding)"
        for case in ("value.ulong.3", "list.ulong", "map.ulong", "app-props.ulong", "properties.all.ulong")},
 }
+# Azure's _pyamqp as a sender (interop/azure/pyamqpclient.py)
+_AZURE_BODY = ("_pyamqp writes the amqp-value body from a plain Python value, guessing its type (str, bool, "
+               "int, float, UUID, bytes, list, dict, tuple) and leaving the section out when the value is "
+               "falsy; typed values only inside a list, a map's values or a described value")
+_AZURE_SEND = {
+    **{case: _AZURE_BODY for case in ("value.*", "array.*", "array-empty.*", "map-keys.*", "properties.sparse")},
+    "*decimal*": "_pyamqp has no decimal32/64, and a decimal128 only from a Python Decimal",
+    "*char*": "_pyamqp has no char type",
+}
 KNOWN_LIMITATIONS: dict[tuple[str, str, str], str] = {
+    **{("azure", "send", case): reason for case, reason in _AZURE_SEND.items()},
     **{("amqp10", "send", case): reason for case, reason in _AMQP10_SEND.items()},
     ("rhea", "send", "value.nested"): _RHEA_NESTED_ARRAY,
     ("rhea", "send", "value.described-list"): _RHEA_DESCRIBED_BODY,
@@ -98,8 +108,8 @@ def test_bare_message_arrives_byte_for_byte(pair_runs, sender, receiver, case_id
     available(receiver)
     run = pair_runs(sender, receiver)
     n = CASE_IDS.index(case_id)
-    assert len(run.received) == len(run.sent), \
-        f"the receiver got {len(run.received)} of {len(run.sent)}\n{run.transcript}"
+    got, sent_count = len(run.received), len(run.sent)  # (asserting on run itself would repr megabytes)
+    assert got == sent_count, f"the receiver got {got} of {sent_count}\n{run.transcript}"
     spec = CASE_BY_ID[case_id]
     if n not in run.sent:  # the client could not encode it at all
         reason = _limitation(sender.name, "send", case_id)
