@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds the interop clients; idempotent, and quick when everything is in place.
 #
-#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp] [amqp10] [azure]   (no argument: all; "jms" is an alias of rhea)
+#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp] [amqp10] [azure] [erlang]   (no argument: all; "jms" is an alias of rhea)
 #
 # rhea:    node + npm (apt-get install nodejs npm when missing), then `npm ci` into
 #          interop/rhea/node_modules when it is missing or was installed from another package-lock.json.
@@ -11,6 +11,7 @@
 # protoncpp: g++ and Debian's libqpid-proton-cpp12-dev, then `make -C interop/protoncpp`.
 # amqp10:  node + npm, then `npm ci` into interop/amqp10/node_modules (like rhea).
 # azure:   azure-servicebus (for its _pyamqp) via pip install --target interop/azure/build/site.
+# erlang:  escript and the amqp10_client plugin of Debian's rabbitmq-server (apt-get install when missing).
 #
 # For each component one line on stdout:
 #   interop-setup: <component> ready
@@ -181,8 +182,26 @@ setup_azure() {
     fi
 }
 
+# Erlang's amqp10_client, the AMQP 1.0 client library inside Debian's rabbitmq-server package (its
+# plugins directory); driven by interop/erlang/amqp10_roundtrip.escript. No RabbitMQ server is run.
+amqp10_client_present() {
+    command -v escript >/dev/null 2>&1 &&
+        compgen -G "/usr/lib/rabbitmq/lib/rabbitmq_server-*/plugins/amqp10_client-*/ebin" >/dev/null
+}
+setup_erlang() {
+    if ! amqp10_client_present && ! apt_install rabbitmq-server; then
+        unavailable erlang "apt-get install rabbitmq-server failed: $(last_log_line)"
+        return
+    fi
+    if amqp10_client_present; then
+        ready erlang
+    else
+        failed erlang "rabbitmq-server is installed but has no plugins/amqp10_client-*/ebin (or no escript)"
+    fi
+}
+
 components=("$@")
-[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp amqp10 azure)
+[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp amqp10 azure erlang)
 done_rhea=0
 for c in "${components[@]}"; do
     case "$c" in
@@ -192,7 +211,8 @@ for c in "${components[@]}"; do
         protoncpp) setup_protoncpp ;;
         amqp10) setup_amqp10 ;;
         azure) setup_azure ;;
-        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp] [amqp10] [azure]" >&2; exit 64 ;;
+        erlang) setup_erlang ;;
+        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp] [amqp10] [azure] [erlang]" >&2; exit 64 ;;
     esac
 done
 exit "$FAILED"
