@@ -57,7 +57,7 @@ console-screenshot: $(TEST_STAMP) console-deps
 
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
-	bash interop/setup.sh
+	HERMOD_PYTHON=$(VENV)/bin/python bash interop/setup.sh
 
 # Static checks: lint, and the layering rules of style.md as import-linter contracts (pyproject.toml).
 check: $(TEST_STAMP)
