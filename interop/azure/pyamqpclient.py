@@ -18,7 +18,6 @@ Output: one JSON line per event. Exit 0 done, 1 not all sent, 2 an AMQP error, 3
 """
 from __future__ import annotations
 
-import argparse
 import json
 import struct
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "build" / "site"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fidelity"))
 
 from azure.servicebus._pyamqp import ReceiveClient, SendClient, receiver  # noqa: E402
 from azure.servicebus._pyamqp._encode import encode_payload  # noqa: E402
@@ -36,6 +36,7 @@ from azure.servicebus._pyamqp.constants import AUTH_TYPE_SASL_PLAIN  # noqa: E40
 from azure.servicebus._pyamqp.message import Header, Message, Properties  # noqa: E402
 from azure.servicebus._pyamqp.sasl import SASLAnonymousCredential  # noqa: E402
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes  # noqa: E402
+from cli import arguments  # noqa: E402
 
 
 class Unsendable(Exception):
@@ -243,16 +244,7 @@ def receive(args, url) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["send", "receive"])
-    p.add_argument("--url", required=True)
-    p.add_argument("--address", required=True)
-    p.add_argument("--spec")
-    p.add_argument("--sent")
-    p.add_argument("--count", type=int, default=0)
-    p.add_argument("--output")
-    p.add_argument("--timeout", type=float, default=60)
-    args = p.parse_args()
+    args = arguments(__doc__.splitlines()[0])
     url = urlparse(args.url)
     try:
         return send(args, url) if args.mode == "send" else receive(args, url)
