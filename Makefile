@@ -66,7 +66,7 @@ rabbitmq-deps:
 
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
-	bash interop/setup.sh
+	HERMOD_PYTHON=$(VENV)/bin/python bash interop/setup.sh
 
 # Static checks: lint, the layering rules of style.md as import-linter contracts, and mypy on the
 # core and the store (both configured in pyproject.toml).

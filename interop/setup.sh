@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds the interop clients; idempotent, and quick when everything is in place.
 #
-#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp]   (no argument: all; "jms" is an alias of rhea)
+#   bash interop/setup.sh [rhea] [protonc] [pyproton37] [protoncpp] [amqp10] [azure] [erlang]   (no argument: all; "jms" is an alias of rhea)
 #
 # rhea:    node + npm (apt-get install nodejs npm when missing), then `npm ci` into
 #          interop/rhea/node_modules when it is missing or was installed from another package-lock.json.
@@ -9,6 +9,9 @@
 #          apt-get when missing, then `make -C interop/protonc` (builds into interop/protonc/build).
 # pyproton37: Debian's python3-qpid-proton (0.37) for /usr/bin/python3.
 # protoncpp: g++ and Debian's libqpid-proton-cpp12-dev, then `make -C interop/protoncpp`.
+# amqp10:  node + npm, then `npm ci` into interop/amqp10/node_modules (like rhea).
+# azure:   azure-servicebus (for its _pyamqp) via pip install --target interop/azure/build/site.
+# erlang:  escript and the amqp10_client plugin of Debian's rabbitmq-server (apt-get install when missing).
 #
 # For each component one line on stdout:
 #   interop-setup: <component> ready
@@ -57,28 +60,36 @@ ready() { echo "interop-setup: $1 ready"; }
 unavailable() { echo "interop-setup: $1 unavailable: $2"; }
 failed() { echo "interop-setup: $1 failed: $2"; FAILED=1; }
 
-setup_rhea() {
+# setup_npm COMPONENT DIR PACKAGE: node + npm, then `npm ci` in DIR unless DIR/node_modules/PACKAGE
+# is there from the same package-lock.json.
+setup_npm() {
+    local component="$1" dir="$HERE/$2" package="$3"
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         if ! apt_install nodejs npm; then
-            unavailable rhea "node/npm missing and apt-get install nodejs npm failed: $(last_log_line)"
+            unavailable "$component" "node/npm missing and apt-get install nodejs npm failed: $(last_log_line)"
             return
         fi
     fi
     # node_modules matches the lockfile when the copy npm ci left there is the same file
-    local dir="$HERE/rhea" stamp="$HERE/rhea/node_modules/.hermod-installed-lock.json"
-    if [ -f "$dir/node_modules/rhea/package.json" ] && cmp -s "$stamp" "$dir/package-lock.json"; then
-        ready rhea
+    local stamp="$dir/node_modules/.hermod-installed-lock.json"
+    if [ -f "$dir/node_modules/$package/package.json" ] && cmp -s "$stamp" "$dir/package-lock.json"; then
+        ready "$component"
         return
     fi
     if (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$LOG" 2>&1; then
         cp "$dir/package-lock.json" "$stamp"
-        ready rhea
+        ready "$component"
     elif grep -qiE "ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|network" "$LOG"; then
-        unavailable rhea "npm ci cannot reach the npm registry: $(last_log_line)"
+        unavailable "$component" "npm ci cannot reach the npm registry: $(last_log_line)"
     else
-        failed rhea "npm ci: $(last_log_line)"
+        failed "$component" "npm ci: $(last_log_line)"
     fi
 }
+
+setup_rhea() { setup_npm rhea rhea rhea; }
+
+# the amqp10 npm client (node-amqp10), pinned in interop/amqp10/package-lock.json
+setup_amqp10() { setup_npm amqp10 amqp10 amqp10; }
 
 proton_dev_installed() {
     # (Debian's libqpid-proton.pc computes a wrong includedir, so ask the compiler, not pkg-config)
@@ -147,8 +158,50 @@ setup_protoncpp() {
     fi
 }
 
+# Azure's pure-Python AMQP stack (azure.servicebus._pyamqp): pip install --target
+# interop/azure/build/site with $HERMOD_PYTHON (the Python that will run the client; default python3),
+# never into a venv. The stamp records the pin and that Python's version (a compiled dependency).
+AZURE_PIN="azure-servicebus==7.15.0"
+setup_azure() {
+    local py="${HERMOD_PYTHON:-python3}" site="$HERE/azure/build/site" want
+    want="$AZURE_PIN $("$py" -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)"
+    if [ "$(cat "$site/.hermod-installed" 2>/dev/null)" = "$want" ]; then
+        ready azure
+        return
+    fi
+    rm -rf "$site"
+    if "$py" -m pip install --quiet --disable-pip-version-check --target "$site" "$AZURE_PIN" >"$LOG" 2>&1; then
+        echo "$want" >"$site/.hermod-installed"
+        ready azure
+    elif ! "$py" -m pip --version >/dev/null 2>&1; then
+        unavailable azure "$py has no pip"
+    elif grep -qiE "No matching distribution|Could not fetch|Failed to establish|Name or service|timed out" "$LOG"; then
+        unavailable azure "pip cannot reach the package index: $(last_log_line)"
+    else
+        failed azure "pip install $AZURE_PIN: $(last_log_line)"
+    fi
+}
+
+# Erlang's amqp10_client, the AMQP 1.0 client library inside Debian's rabbitmq-server package (its
+# plugins directory); driven by interop/erlang/amqp10_roundtrip.escript. No RabbitMQ server is run.
+amqp10_client_present() {
+    command -v escript >/dev/null 2>&1 &&
+        compgen -G "/usr/lib/rabbitmq/lib/rabbitmq_server-*/plugins/amqp10_client-*/ebin" >/dev/null
+}
+setup_erlang() {
+    if ! amqp10_client_present && ! apt_install rabbitmq-server; then
+        unavailable erlang "apt-get install rabbitmq-server failed: $(last_log_line)"
+        return
+    fi
+    if amqp10_client_present; then
+        ready erlang
+    else
+        failed erlang "rabbitmq-server is installed but has no plugins/amqp10_client-*/ebin (or no escript)"
+    fi
+}
+
 components=("$@")
-[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp)
+[ "${#components[@]}" -eq 0 ] && components=(rhea protonc pyproton37 protoncpp amqp10 azure erlang)
 done_rhea=0
 for c in "${components[@]}"; do
     case "$c" in
@@ -156,7 +209,10 @@ for c in "${components[@]}"; do
         protonc) setup_protonc ;;
         pyproton37) setup_pyproton37 ;;
         protoncpp) setup_protoncpp ;;
-        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp]" >&2; exit 64 ;;
+        amqp10) setup_amqp10 ;;
+        azure) setup_azure ;;
+        erlang) setup_erlang ;;
+        *) echo "usage: $0 [rhea] [protonc] [jms] [pyproton37] [protoncpp] [amqp10] [azure] [erlang]" >&2; exit 64 ;;
     esac
 done
 exit "$FAILED"

@@ -44,8 +44,14 @@ def _frame(frame_type: int, body: bytes) -> bytes:
     return struct.pack(">IBBH", 8 + len(body), 2, frame_type, 0) + body
 
 
+def _performative(code: int, fields: list) -> bytes:
+    """The descriptor as smallulong (`00 53 code`), as every AMQP peer writes it: some clients
+    (Azure's _pyamqp) read a frame's type from its third byte and misread the 8-byte ulong form."""
+    return b"\x00\x53" + bytes((code,)) + encode(fields)
+
+
 def sasl_frame(code: int, fields: list) -> bytes:
-    return _frame(1, encode(Described(ULong(code), fields)))
+    return _frame(1, _performative(code, fields))
 
 
 def _symbol_array(symbols: list[str]) -> bytes:
@@ -67,8 +73,8 @@ def refusal(container_id: str, description: str) -> bytes:
     """AMQP header, open and close with amqp:unauthorized-access: the answer to a connection
     that skipped SASL when anonymous logins are off."""
     error = Described(ULong(0x1D), [Symbol("amqp:unauthorized-access"), description])
-    return (AMQP_HEADER + _frame(0, encode(Described(ULong(0x10), [container_id])))
-            + _frame(0, encode(Described(ULong(0x18), [error]))))
+    return (AMQP_HEADER + _frame(0, _performative(0x10, [container_id]))
+            + _frame(0, _performative(0x18, [error])))
 
 
 class SaslGate:

@@ -12,7 +12,6 @@ Exit 0 done, 1 a message was not accepted, 2 an AMQP error, 3 timed out.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import canon  # noqa: E402
+from cli import arguments  # noqa: E402
 from proton import Delivery  # noqa: E402
 from proton.handlers import MessagingHandler  # noqa: E402
 from proton.reactor import Container  # noqa: E402
@@ -144,18 +144,7 @@ class Receiver(_Client):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["send", "receive"])
-    p.add_argument("--url", required=True)
-    p.add_argument("--address", required=True)
-    p.add_argument("--spec")
-    p.add_argument("--sent")
-    p.add_argument("--count", type=int, default=0)
-    p.add_argument("--output")
-    p.add_argument("--timeout", type=float, default=60)
-    args = p.parse_args(argv)
-    if args.mode == "send" and not (args.spec and args.sent) or args.mode == "receive" and not args.output:
-        p.error("send needs --spec and --sent; receive needs --output")
+    args = arguments(__doc__.splitlines()[0], argv)
     handler = (Sender if args.mode == "send" else Receiver)(args)
     Container(handler).run()
     return handler.rc

@@ -2,13 +2,14 @@
 /*
  * The rhea client of the fidelity matrix (tests/interop/test_fidelity_matrix.py).
  *
- *   node fidelity.js send    --url URL --address A --input IN.bin --sent SENT.bin
+ *   node fidelity.js send    --url URL --address A --spec SPEC.jsonl --sent SENT.bin
  *   node fidelity.js receive --url URL --address A --count N --output OUT.bin
  *
  * Files hold messages as a 4-byte big-endian length, then the encoded message.
- * send: each message of IN is decoded with rhea's codec (rhea.message.decode) into the message
- * object an application would have, and sent with sender.send(); what rhea.message.encode gives
- * for that object (what rhea puts on the wire) is appended to SENT.
+ * send: each line of SPEC is {"n": i, "sections": [[code, typed JSON], ...]} (interop/fidelity/canon.py);
+ * the message is built with rhea's typed-value API (typed.js) and sent with sender.send(); what
+ * rhea.message.encode gives for it (what rhea puts on the wire) is appended to SENT. A message rhea
+ * cannot encode is reported ({"event":"unsendable","n":i,"reason":...}), not sent, and the run exits 1.
  * receive: grants N credits; the raw bytes of each delivery (taken as rhea hands them to its
  * decoder) are appended to OUT, and the message is accepted.
  * Output: JSON lines like the other interop clients. Exit: 0 done, 1 not accepted, 2 error, 3 timeout.
@@ -16,15 +17,16 @@
 const fs = require('fs');
 const { rhea, parseArgs, emit, connectOptions, errorEvent } = require('./common');
 const codec = require('rhea/lib/message.js');
+const { messageOf } = require('./typed');
 
-const USAGE = 'usage: node fidelity.js send|receive --url URL --address A [--input IN --sent SENT | --count N --output OUT]';
+const USAGE = 'usage: node fidelity.js send|receive --url URL --address A [--spec SPEC --sent SENT | --count N --output OUT]';
 const mode = process.argv[2];
 if (mode !== 'send' && mode !== 'receive') {
     process.stderr.write(USAGE + '\n');
     process.exit(64);
 }
 const args = parseArgs(process.argv.slice(3), {
-    url: { type: 'string' }, address: { type: 'string' }, input: { type: 'string' }, sent: { type: 'string' },
+    url: { type: 'string' }, address: { type: 'string' }, spec: { type: 'string' }, sent: { type: 'string' },
     count: { type: 'int', default: 0 }, output: { type: 'string' }, timeout: { type: 'float', default: 60 },
 }, USAGE);
 
@@ -32,17 +34,6 @@ function frame(buf) {
     const len = Buffer.alloc(4);
     len.writeUInt32BE(buf.length);
     return Buffer.concat([len, buf]);
-}
-
-function readFrames(path) {
-    const data = fs.readFileSync(path);
-    const out = [];
-    for (let pos = 0; pos + 4 <= data.length;) {
-        const n = data.readUInt32BE(pos);
-        out.push(data.subarray(pos + 4, pos + 4 + n));
-        pos += 4 + n;
-    }
-    return out;
 }
 
 let rc = 0;
@@ -59,29 +50,49 @@ connection.on('disconnected', (ctx) => {
 connection.on('connection_close', () => { clearTimeout(timer); process.exitCode = rc; });
 
 if (mode === 'send') {
-    const messages = readFrames(args.input);
-    const sentFd = fs.openSync(args.sent, 'w');
+    const specs = fs.readFileSync(args.spec, 'utf8').split('\n').filter((line) => line).map((line) => JSON.parse(line));
+    let sentFd = fs.openSync(args.sent, 'w');
     let next = 0;
+    let sentCount = 0;
     let settled = 0;
     const sender = connection.open_sender({ target: { address: args.address }, autosettle: true });
-    const pump = () => {
-        while (sender.sendable() && next < messages.length) {
-            const message = codec.decode(messages[next]);
-            fs.writeSync(sentFd, frame(codec.encode(message)));
-            sender.send(message, String(next));
-            emit({ event: 'sent', n: next });
-            next++;
+    let finished = false;
+    const finishIfDone = () => {
+        if (!finished && sentFd === null && settled === sentCount) {
+            finished = true;
+            emit({ event: 'summary', sent: sentCount, unsendable: specs.length - sentCount });
+            connection.close();
         }
-        if (next === messages.length) fs.closeSync(sentFd);
+    };
+    const pump = () => {
+        while (sender.sendable() && next < specs.length) {
+            const { n, sections } = specs[next++];
+            let message, bytes;
+            try {
+                message = messageOf(sections);
+                bytes = codec.encode(message);
+            } catch (err) {
+                emit({ event: 'unsendable', n, reason: String(err) });
+                rc = 1;
+                continue;
+            }
+            fs.writeSync(sentFd, frame(bytes));
+            sender.send(message, String(n));
+            sentCount++;
+            emit({ event: 'sent', n });
+        }
+        if (next === specs.length && sentFd !== null) {
+            fs.closeSync(sentFd);
+            sentFd = null;
+            finishIfDone();
+        }
     };
     sender.on('sendable', pump);
     const outcome = (state) => () => {
         emit({ event: 'settled', state });
         if (state !== 'accepted') rc = 1;
-        if (++settled === messages.length) {
-            emit({ event: 'summary', sent: settled });
-            connection.close();
-        }
+        settled++;
+        finishIfDone();
     };
     sender.on('accepted', outcome('accepted'));
     sender.on('rejected', outcome('rejected'));

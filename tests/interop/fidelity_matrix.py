@@ -52,10 +52,13 @@ CLIENTS = [
     FidelityClient("protonc", "protonc", (str(INTEROP / "protonc" / "build" / "protonc-fidelity"),), "input", True),
     FidelityClient("protoncpp", "protoncpp", (str(INTEROP / "protoncpp" / "build" / "protoncpp-fidelity"),),
                    "input", False),
-    # rhea receives raw bytes; as a sender (rhea.message.decode of the case, then send) its codec
-    # throws part-way through the cases and re-types integers: not yet in the matrix as a sender
-    FidelityClient("rhea", "rhea", ("node", str(INTEROP / "rhea" / "fidelity.js")), "input", True, INTEROP / "rhea",
-                   sends=False),
+    # rhea builds each message with its typed-value API (interop/rhea/typed.js)
+    FidelityClient("rhea", "rhea", ("node", str(INTEROP / "rhea" / "fidelity.js")), "spec", True, INTEROP / "rhea"),
+    # the amqp10 npm client (node-amqp10 3.6.0): its typed API (interop/amqp10/typed.js), raw bytes received
+    FidelityClient("amqp10", "amqp10", ("node", str(INTEROP / "amqp10" / "fidelity.js")), "spec", True,
+                   INTEROP / "amqp10"),
+    # Azure's pure-Python AMQP stack (azure.servicebus._pyamqp), installed under interop/azure/build
+    FidelityClient("azure", "azure", (_venv_python(), str(INTEROP / "azure" / "pyamqpclient.py")), "spec", True),
 ]
 
 
@@ -141,7 +144,7 @@ def _by_case(messages: list[bytes]) -> dict[int, bytes]:
             if code == 0x72:
                 (_, value), = canon.decode_message(m[start:end])
                 number = dict((k.get("symbol"), v) for k, v in value["map"]).get(CASE_ANNOTATION)
-                if number is not None:  # a uint as sent; rhea's codec re-encodes it as another integer type
+                if number is not None:  # a uint as sent; read any integer type in case a client re-types it
                     out[int(next(iter(number.values())))] = m
     return out
 

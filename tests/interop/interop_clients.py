@@ -11,8 +11,10 @@ wait bounded; there are no sleeps.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +42,8 @@ def setup_component(component: str) -> None:
     if component not in _setup_results:
         try:
             proc = subprocess.run(["bash", str(INTEROP / "setup.sh"), component], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=900)
+                                  capture_output=True, text=True, timeout=900,
+                                  env=dict(os.environ, HERMOD_PYTHON=sys.executable))
             out = proc.stdout + proc.stderr
             status = next((line.split(f"interop-setup: {component} ", 1)[1]
                            for line in proc.stdout.splitlines() if line.startswith(f"interop-setup: {component} ")),
