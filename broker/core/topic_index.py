@@ -19,7 +19,7 @@ it. Memory is one node per distinct prefix: O(total words).
 from __future__ import annotations
 
 import itertools
-from typing import Generic, Hashable, Iterator, TypeVar
+from typing import Generic, Hashable, TypeVar
 
 from .wildcards import ANY_WORDS, ONE_WORD
 
@@ -173,10 +173,3 @@ class PatternTrie(Generic[V]):
             found.extend((n, v) for v, n in node.values.items())
         found.sort(key=lambda pair: pair[0])
         return [v for _, v in found]
-
-    def __iter__(self) -> Iterator[V]:
-        stack = [self._root]
-        while stack:
-            node = stack.pop()
-            yield from node.values
-            stack.extend(node.children.values())
