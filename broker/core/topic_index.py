@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from typing import Generic, Hashable, TypeVar
 
+from . import wildcards
 from .wildcards import ANY_WORDS, ONE_WORD
 
 V = TypeVar("V", bound=Hashable)
@@ -87,35 +88,44 @@ class AddressTrie:
             _prune(node)
 
     def matching(self, pattern: str) -> list[str]:
-        """The indexed addresses `pattern` matches."""
+        """The indexed addresses `pattern` matches. Literal words and `*` walk down the trie (the
+        live nodes are all at one depth, so their subtrees are disjoint); at the first `#` the
+        addresses below the live nodes are the candidates: all of them when the `#` ends the
+        pattern, else those the matcher accepts. So `news.#` costs what it matches, and a
+        hostile `#.a.#.a.#...` costs one matcher call per candidate, never words x nodes."""
+        words = pattern_words(pattern)
         live = [self._root]
-        for w in pattern_words(pattern):
-            nxt: dict[int, _Node] = {}  # by id: a node reached twice is walked once
+        for i, w in enumerate(words):
             if w == ANY:
-                # Zero or more words: every node at or below a live one.
-                stack = list(live)
-                while stack:
-                    node = stack.pop()
-                    if id(node) in nxt:
-                        continue
-                    self.visited += 1
-                    nxt[id(node)] = node
-                    stack.extend(node.children.values())
-            elif w == ONE_WORD:
-                for node in live:
-                    for child in node.children.values():
-                        self.visited += 1
-                        nxt[id(child)] = child
-            else:
-                for node in live:
+                below = self._names_below(live)
+                if i == len(words) - 1:
+                    return below
+                return [name for name in below if wildcards.matches(pattern, name)]
+            nxt: list[_Node] = []
+            for node in live:
+                if w == ONE_WORD:
+                    self.visited += len(node.children)
+                    nxt.extend(node.children.values())
+                else:
                     self.visited += 1
                     child = node.children.get(w)
                     if child is not None:
-                        nxt[id(child)] = child
+                        nxt.append(child)
             if not nxt:
                 return []
-            live = list(nxt.values())
+            live = nxt
         return [node.name for node in live if node.name is not None]
+
+    def _names_below(self, nodes: list[_Node]) -> list[str]:
+        names: list[str] = []
+        stack = list(nodes)
+        while stack:
+            node = stack.pop()
+            self.visited += 1
+            if node.name is not None:
+                names.append(node.name)
+            stack.extend(node.children.values())
+        return names
 
 
 class PatternTrie(Generic[V]):

@@ -110,6 +110,15 @@ def test_a_hash_subscription_costs_in_proportion_to_the_addresses_it_matches(mon
     assert all(po.queues["all-sport"] in po.addresses[f"sport.{i}"].multicast for i in range(10))
 
 
+def test_a_pattern_of_many_hashes_costs_one_match_per_address_below_its_prefix(monkeypatch):
+    po = populated(2_000)
+    work = Work(po, monkeypatch)
+    hostile = "curve." + ".".join(["#", "x"] * 200)  # 200 `#`s: a walk per `#` would visit 200 x 2,000 nodes
+    cost = work.of(lambda: subscribe(po, hostile, "hostile"))
+    assert cost <= 3 * 2_000, cost  # the `curve` subtree once, and one matcher call per address in it
+    assert not any(po.queues["hostile"] in a.multicast for a in po.addresses.values() if not a.wildcard)
+
+
 # -- the bindings stay what the matcher says ------------------------------------------------------
 
 def test_wildcard_subscriptions_follow_addresses_created_and_deleted_later():
