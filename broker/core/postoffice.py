@@ -24,7 +24,8 @@ from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .latency import LatencyHistogram
 from .settings import AddressSettings, SettingsRepository
-from .wildcards import is_wildcard, matches
+from .topic_index import AddressTrie, PatternTrie
+from .wildcards import is_wildcard
 
 log = logging.getLogger("hermod.core")
 
@@ -79,7 +80,12 @@ class PostOffice:
         # Asked before a client's attach or send creates an address or a durable queue
         # ("create_address" / "create_durable_queue", address name); raises NotAuthorized.
         self.creation_guard: Callable[[str, str], None] | None = None
-        self._wildcard_queues: list[Queue] = []  # multicast queues bound to wildcard addresses
+        # Pay for wildcards at bind time, in proportion to what is bound (topic_index.py): the
+        # concrete addresses by word, and the multicast queues of wildcard addresses and the
+        # forwarders by their pattern.
+        self.address_index = AddressTrie()
+        self.wildcard_queues: PatternTrie[Queue] = PatternTrie()
+        self.forwarder_index: PatternTrie[Forwarder] = PatternTrie()
         self.forwarders: list[Forwarder] = []
         self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
@@ -128,7 +134,9 @@ class PostOffice:
             address.retains = settings.retention_days > 0 and self.journal.durable
             self.retaining = self.retaining or address.retains
             self.addresses[name] = address
-            self._bind_wildcards(address)
+            if not address.wildcard:
+                self.address_index.add(name)
+                self._bind_wildcards(address)
             if persist and not temporary:
                 self._persist_address(address)
         elif not set(routing_types) <= address.routing_types:
@@ -138,31 +146,39 @@ class PostOffice:
         return address
 
     def _bind_wildcards(self, address: Address) -> None:
-        if address.wildcard:
-            return
-        for queue in self._wildcard_queues:
-            if matches(queue.address.name, address.name):
-                address.bind_subscription(queue)
-        for f in self.forwarders:
-            if f.source == address.name or matches(f.source, address.name):
-                self._bind_forwarder(f, address)
+        """A new concrete address joins the wildcard subscriptions and forwarders matching it."""
+        for queue in self.wildcard_queues.matching(address.name):
+            address.bind_subscription(queue)
+        for f in self.forwarder_index.matching(address.name):
+            self._bind_forwarder(f, address)
+
+    def _matching_addresses(self, pattern: str) -> list[Address]:
+        """The concrete addresses a pattern (or an exact name) matches."""
+        return [self.addresses[name] for name in self.address_index.matching(pattern)]
+
+    def _forget_address(self, name: str) -> Address | None:
+        address = self.addresses.pop(name, None)
+        if address is not None and not address.wildcard:
+            self.address_index.remove(name)
+        return address
 
     def add_forwarder(self, forwarder: Forwarder) -> None:
         """Bind a divert or composite to its source address (or every address its wildcard
         source matches, now and later)."""
         self.forwarders.append(forwarder)
+        self.forwarder_index.add(forwarder.source, forwarder)
         if not is_wildcard(forwarder.source) and forwarder.source not in self.addresses:
             rt = forwarder.applies_to or self.settings_for(forwarder.source).default_routing_type
             self.create_address(forwarder.source, {rt}, persist=False)
-        for address in list(self.addresses.values()):
-            if not address.wildcard and (address.name == forwarder.source or matches(forwarder.source, address.name)):
-                self._bind_forwarder(forwarder, address)
+        for address in self._matching_addresses(forwarder.source):
+            self._bind_forwarder(forwarder, address)
 
     def remove_forwarder(self, forwarder: Forwarder) -> None:
         """Unbind a divert or composite from every address (a configuration reload)."""
         if forwarder in self.forwarders:
             self.forwarders.remove(forwarder)
-        for address in self.addresses.values():
+        self.forwarder_index.remove(forwarder.source, forwarder)
+        for address in self._matching_addresses(forwarder.source):
             if forwarder in address.forwarders:
                 address.forwarders.remove(forwarder)
 
@@ -188,7 +204,7 @@ class PostOffice:
                 address.name, frozenset(address.routing_types), address.auto_created))], None)
 
     def delete_address(self, name: str) -> None:
-        address = self.addresses.pop(name, None)
+        address = self._forget_address(name)
         if address is None:
             return
         for queue in list(address.queues.values()):
@@ -244,10 +260,9 @@ class PostOffice:
         if address.wildcard and routing_type == MULTICAST:
             # Pay for wildcards at bind time: the queue joins every matching address now, and
             # each matching address created later (`_bind_wildcards`); a send stays a lookup.
-            self._wildcard_queues.append(queue)
-            for other in self.addresses.values():
-                if other is not address and not other.wildcard and matches(address.name, other.name):
-                    other.bind_subscription(queue)
+            self.wildcard_queues.add(address.name, queue)
+            for other in self._matching_addresses(address.name):
+                other.bind_subscription(queue)
         if persist and queue.durable and self.journal.durable:
             queue.persisted = False  # attaches that made it are answered once it is stored
             self.journal.submit([ports.PutQueue(queue.record())], queue.stored)
@@ -269,9 +284,9 @@ class PostOffice:
         if queue.lingering:
             self.lingering.cancel(queue)
         queue.address.unbind(queue)
-        if queue in self._wildcard_queues:
-            self._wildcard_queues.remove(queue)
-            for other in self.addresses.values():
+        if queue.address.wildcard and queue.routing_type == MULTICAST:
+            self.wildcard_queues.remove(queue.address.name, queue)
+            for other in self._matching_addresses(queue.address.name):
                 other.unbind_subscription(queue)
         for consumer in list(queue.consumers):
             consumer.link.queue_deleted(consumer)
@@ -285,7 +300,7 @@ class PostOffice:
                 and self.addresses.get(address.name) is address and not address.temporary):
             self.delete_address(address.name)
         elif address.temporary and not address.in_use:
-            self.addresses.pop(address.name, None)
+            self._forget_address(address.name)
 
     def queue_idle_check(self, queue: Queue) -> None:
         """Auto-created queues go once they have neither consumers nor messages, nor messages
