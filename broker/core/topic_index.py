@@ -80,9 +80,10 @@ class AddressTrie:
     def remove(self, name: str) -> None:
         node = self._root
         for w in name.split("."):
-            node = node.children.get(w)
-            if node is None:
+            child = node.children.get(w)
+            if child is None:
                 return
+            node = child
         if node.name == name:
             node.name = None
             _prune(node)
@@ -149,9 +150,10 @@ class PatternTrie(Generic[V]):
     def remove(self, pattern: str, value: V) -> None:
         node = self._root
         for w in pattern_words(pattern):
-            node = node.children.get(w)
-            if node is None:
+            child = node.children.get(w)
+            if child is None:
                 return
+            node = child
         if node.values.pop(value, None) is not None:
             _prune(node)
 
