@@ -27,6 +27,7 @@ from .security.permissions import Permissions
 from .protocol import codec
 from .protocol.management_codec import ManagementCodec
 from .protocol.terminus import parse_name
+from .protocol.transformers import load_transformer
 
 log = logging.getLogger("hermod")
 
@@ -86,7 +87,12 @@ class Broker:
                      else self.journal.recover())
         self.postoffice.recover(recovered, self.message_from_record, window)
         self.create_configured(self.config)
-        self.forwarders = routing.install(self.postoffice, self.config, self.compile_filter)
+        self.forwarders = routing.install(self.postoffice, self.config, self.build_forwarders(self.config))
+
+    def build_forwarders(self, config: Config) -> list:
+        """`config`'s diverts and composites as core forwarders, transformers loaded (raises
+        RoutingConfigError); a reload builds them before it changes anything."""
+        return routing.forwarders(config, self.compile_filter, load_transformer)
 
     def create_configured(self, config: Config) -> None:
         """The `[[address]]` entries and their queues; ones that exist already are kept as

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
-from proton._data import PropertyDict, SymbolList, obj2dat, symbol
+from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions

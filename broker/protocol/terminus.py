@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import cproton
 from cproton_ffi import lib
-from proton._data import Described, dat2obj
+from .binding import Described, dat2obj
 
 from ..core import errors, limits
 from ..core.address import split_fqqn
