@@ -85,10 +85,6 @@ class Transaction:
         self.rollback_cause: BaseException | None = None
         self.state = Transaction.ACTIVE
 
-    @property
-    def rollback_only(self) -> bool:
-        return self.rollback_cause is not None
-
     # -- work done inside the transaction -------------------------------------------------------
     def add_send(self, plan: Plan) -> None:
         """Hold a routed message until commit; its bytes count against the addresses of its
