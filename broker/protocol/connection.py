@@ -3,7 +3,7 @@
 
 Why not Proton's `Container`: it wraps and dispatches every engine event in Python objects
 before any handler runs, which caps a broker at 2-11k msg/s; reading events as integers from our
-own collector moved 83-93k msg/s on the same machine (reference/proton-hot-path.md). Proton still
+own collector moved 83-93k msg/s on the same machine (ARCHITECTURE.md, "Design facts"). Proton still
 does all of AMQP here (framing, SASL, sessions, links, credit, settlement); this module does the
 IO and the event switch.
 
