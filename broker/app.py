@@ -26,7 +26,7 @@ from .security.auth import Authenticator, Principal
 from .security.permissions import Permissions
 from .protocol import codec
 from .protocol.management_codec import ManagementCodec
-from .protocol.terminus import parse_name
+from .protocol.transformers import load_transformer
 
 log = logging.getLogger("hermod")
 
@@ -86,7 +86,12 @@ class Broker:
                      else self.journal.recover())
         self.postoffice.recover(recovered, self.message_from_record, window)
         self.create_configured(self.config)
-        self.forwarders = routing.install(self.postoffice, self.config, self.compile_filter)
+        self.forwarders = routing.install(self.postoffice, self.config, self.build_forwarders(self.config))
+
+    def build_forwarders(self, config: Config) -> list:
+        """`config`'s diverts and composites as core forwarders, transformers loaded (raises
+        RoutingConfigError); a reload builds them before it changes anything."""
+        return routing.forwarders(config, self.compile_filter, load_transformer)
 
     def create_configured(self, config: Config) -> None:
         """The `[[address]]` entries and their queues; ones that exist already are kept as
@@ -212,23 +217,21 @@ class Broker:
                 return core_links.attach_virtual_topic_consumer(self.postoffice, vt, topic, req, link, owner)
         return core_links.attach_consumer(self.postoffice, req, link, owner)
 
-    def resolve_relay(self, to: str, rt: str | None) -> tuple[str, str | None, str | None]:
-        """Where an anonymous-relay message goes: `rt` from the link or the message's
-        annotations if they say, else the prefix of `to`, else the address's own types."""
-        server = self.config.server
-        name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
-        rt = rt or name.routing_type
+    def relay_target(self, address: str, rt: str | None, queue: str | None) -> tuple[str, str | None, str | None]:
+        """Where an anonymous-relay message goes, its `to` already parsed by the protocol adapter
+        (`rt` from the link, the message's annotations or the prefix of `to`, in that order; None:
+        the address's own types); `queue` from a fully qualified `to`."""
         if self.acting is not None:
-            self.authorize("manage" if name.address == self.management_address else "send", name.address)
-        if name.address == self.management_address:
-            return name.address, ANYCAST, None
-        if name.queue is not None:
-            if name.queue not in self.postoffice.queues:
-                raise errors.QueueNotFound(f"queue {name.address}::{name.queue} does not exist")
-            return name.address, rt, name.queue
-        found = self.postoffice.resolve_send_routing_type(name.address, rt)
-        self.postoffice.ensure_send_target(name.address, found)
-        return name.address, rt if rt is not None else found, None
+            self.authorize("manage" if address == self.management_address else "send", address)
+        if address == self.management_address:
+            return address, ANYCAST, None
+        if queue is not None:
+            if queue not in self.postoffice.queues:
+                raise errors.QueueNotFound(f"queue {address}::{queue} does not exist")
+            return address, rt, queue
+        found = self.postoffice.resolve_send_routing_type(address, rt)
+        self.postoffice.ensure_send_target(address, found)
+        return address, rt if rt is not None else found, None
 
     def close(self) -> None:
         for bridge in self.bridges:  # before the store: their acknowledgements are finished by it

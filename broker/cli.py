@@ -44,7 +44,7 @@ def _load_config(args) -> config_mod.Config:
         store = replace(store, url=f"sqlite:///{Path(data_dir).resolve() / 'hermod.db'}")
     if getattr(args, "store", None):
         store = replace(store, url=args.store)
-    return replace(cfg, server=server, store=store)
+    return config_mod.apply_environment(replace(cfg, server=server, store=store))
 
 
 def _file_sets_store_url(path: Path) -> bool:
@@ -63,10 +63,8 @@ def open_journal(cfg: config_mod.Config, post, lease=None):
         return MemoryJournal()
     from hermod import store
     try:
-        # HERMOD_STORE_GIVE_UP_S, when set, overrides `[store] give_up_s` (tests shorten it).
-        give_up = None if os.environ.get("HERMOD_STORE_GIVE_UP_S") else cfg.store.give_up_s
         return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous,
-                                  fail_after_s=give_up, holder=cfg.ha.node, lease=lease)
+                                  fail_after_s=cfg.store.give_up_s, holder=cfg.ha.node, lease=lease)
     except store.StoreError as e:
         raise CliError(_store_error(url, e)) from None
 
@@ -160,7 +158,7 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         raise CliError(str(e)) from None
     server.install_signal_handlers()
     notifier = Notifier()
-    install_signals(loop, broker, server, load or (lambda: config_mod.load(cfg.path)), notifier)
+    install_signals(loop, broker, server, load or (lambda: config_mod.apply_environment(config_mod.load(cfg.path))), notifier)
     from .retention import start_purger
     purger = start_purger(cfg)  # None unless some address retains messages in a database
     # Everything built at start lives for the whole run: keep it out of the collector's way,

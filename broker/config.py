@@ -6,8 +6,9 @@ whose one-line message names the file and the key path (`address[0].queue[1].rou
 """
 from __future__ import annotations
 
+import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -158,6 +159,9 @@ class HttpConfig:
     host: str = "127.0.0.1"
     port: int | None = None
     tls: bool = False
+    # The whole head of a first request must arrive within this (slowloris). Not a file key:
+    # only HERMOD_HTTP_HEAD_TIMEOUT_S changes it (tests shorten it).
+    head_timeout_s: float = 10
 
     def effective_port(self, amqp_port: int) -> int:
         if self.port is not None:
@@ -457,6 +461,36 @@ def check_ha(config: Config) -> None:
     if not config.store.url.strip().startswith("postgresql"):
         raise ConfigError('ha.mode: "shared-store" needs a PostgreSQL store ([store] url = '
                           f'"postgresql+psycopg://..."), not {config.store.url.split(":", 1)[0]}')
+
+
+# -- environment overrides ------------------------------------------------------------------------
+
+# Variable -> (table, key, whether 0 is allowed). Read here and nowhere else, once, over the file
+# (README "Operations"); the rest of the broker sees plain values in the Config.
+ENVIRONMENT_OVERRIDES: dict[str, tuple[str, str, bool]] = {
+    "HERMOD_STORE_GIVE_UP_S": ("store", "give_up_s", False),
+    "HERMOD_TRANSACTION_TIMEOUT_S": ("server", "transaction_timeout_s", True),  # 0: no timeout
+    "HERMOD_HTTP_HEAD_TIMEOUT_S": ("http", "head_timeout_s", False),
+}
+
+
+def apply_environment(config: Config, environ=None) -> Config:
+    """`config` with the `HERMOD_*` overrides set in `environ` (default: the process's); a bad
+    value is a ConfigError naming the variable and the value."""
+    environ = os.environ if environ is None else environ
+    for variable, (table, key, zero_ok) in ENVIRONMENT_OVERRIDES.items():
+        raw = environ.get(variable)
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not (value >= 0 if zero_ok else value > 0):  # NaN fails both
+            bound = "0 or above" if zero_ok else "above 0"
+            raise ConfigError(f"{variable} must be a number of seconds {bound}, not {raw!r}")
+        config = replace(config, **{table: replace(getattr(config, table), **{key: value})})
+    return config
 
 
 def load(path: str | Path) -> Config:

@@ -28,7 +28,7 @@ import time
 from typing import Callable
 from urllib.parse import urlsplit
 
-from proton._data import PropertyDict, int32, symbol
+from .protocol.binding import PropertyDict, int32, symbol
 
 from hermod.store.errors import StoreError
 from hermod.store.lease import Lease, LiveNode

@@ -88,7 +88,7 @@ def prepare(broker, load: Callable[[], Config]) -> Prepared:
         virtual_topics = routing.virtual_topics(new)
         forwarders = None
         if (new.diverts, new.composites) != (old.diverts, old.composites):
-            forwarders = routing.forwarders(new, broker.compile_filter)
+            forwarders = broker.build_forwarders(new)
         if new.tls is not None:
             from .protocol.tls import server_context
             server_context(new.tls)  # the files load: the running context takes them in apply
@@ -111,7 +111,7 @@ def apply(broker, server, p: Prepared) -> None:
     if p.forwarders is not None:
         for f in broker.forwarders:
             po.remove_forwarder(f)
-        broker.forwarders = routing.install(po, p.config, broker.compile_filter, p.forwarders)
+        broker.forwarders = routing.install(po, p.config, p.forwarders)
     old = broker.config
     broker.config = p.config
     if server is not None and server.tls_context is not None and p.config.tls is not None:

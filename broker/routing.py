@@ -1,20 +1,18 @@
 """The routing layer's configuration: `[[divert]]`, `[[composite]]` and `[[virtual_topic]]`
-turned into core forwarders and virtual topics, with transformers loaded and cycles refused."""
+turned into core forwarders and virtual topics, cycles refused.
+
+Pure translation: no Proton and no codec. A divert's transformer is user code over
+`proton.Message`, so the caller passes the loader (`protocol.transformers.load_transformer`)."""
 from __future__ import annotations
 
-import importlib
 import logging
-import sys
 from pathlib import Path
 from typing import Callable
-
-from proton import Message as ProtonMessage
 
 from .core.forwarding import Entry, Forwarder, find_cycles
 from .core.message import ANYCAST, MULTICAST, Message
 from .core.virtual_topics import VirtualTopic
 from .core.wildcards import matches
-from .protocol import codec
 
 log = logging.getLogger("hermod.routing")
 
@@ -30,7 +28,12 @@ def virtual_topics(config) -> list[VirtualTopic]:
     return [VirtualTopic(**vt) for vt in config.virtual_topics]
 
 
-def forwarders(config, compile_filter: Callable) -> list[Forwarder]:
+TransformerLoader = Callable[[str, Path | None], Callable[[Message], Message]]
+
+
+def forwarders(config, compile_filter: Callable, load_transformer: TransformerLoader) -> list[Forwarder]:
+    """The configured diverts and composites as core forwarders; RoutingConfigError (one line)
+    for a transformer that does not load or a forwarding cycle."""
     out: list[Forwarder] = []
     for d in config.diverts:
         targets = [a.strip() for a in d["forwarding_address"].split(",") if a.strip()]
@@ -55,10 +58,9 @@ def forwarders(config, compile_filter: Callable) -> list[Forwarder]:
     return out
 
 
-def install(po, config, compile_filter: Callable, built: list[Forwarder] | None = None) -> list[Forwarder]:
-    """Bind the configured forwarders (`built` by `forwarders()` already, when given); a
-    composite's own destination exists as its kind says."""
-    installed = built if built is not None else forwarders(config, compile_filter)
+def install(po, config, installed: list[Forwarder]) -> list[Forwarder]:
+    """Bind the forwarders `forwarders()` built from `config`; a composite's own destination
+    exists as its kind says."""
     for c in config.composites:
         keeps = not c["forward_only"] or c["send_when_not_matched"]
         if c["kind"] == "queue" and keeps:
@@ -70,31 +72,3 @@ def install(po, config, compile_filter: Callable, built: list[Forwarder] | None 
     for f in installed:
         po.add_forwarder(f)
     return installed
-
-
-def load_transformer(spec: str, config_path: Path | None) -> Callable[[Message], Message]:
-    """`package.module:function`, looked up with the config file's directory on the import path.
-    The function takes and returns a `proton.Message` (returning None keeps the message)."""
-    module_name, sep, func_name = spec.partition(":")
-    if not sep or not module_name or not func_name:
-        raise RoutingConfigError(f"transformer {spec!r}: expected 'package.module:function'")
-    if config_path is not None:
-        folder = str(Path(config_path).resolve().parent)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    try:
-        func = getattr(importlib.import_module(module_name), func_name)
-    except (ImportError, AttributeError) as e:
-        raise RoutingConfigError(f"transformer {spec!r} cannot be loaded: {e}") from None
-
-    def transform(message: Message) -> Message:
-        pm = ProtonMessage()
-        pm.decode(message.encoded)
-        result = func(pm)
-        encoded = bytes((result if result is not None else pm).encode())
-        copy = Message(encoded, codec.Envelope(encoded), message.address, message.routing_type,
-                       message.container_id, message.arrival, message.id)
-        copy.hops = message.hops
-        return copy
-
-    return transform

@@ -10,7 +10,6 @@ raised here is a `StoreError` whose text is one line.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 from hermod.broker.core.standalone import MemoryJournal  # the one in-memory journal
@@ -50,8 +49,8 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
     None calls completions directly on the writer thread. `sqlite_synchronous` is FULL (every
     commit survives power loss) or NORMAL (see `store.engine`). `fail_after_s`: how long a unit
-    waits for an unreachable database before `done(StoreUnavailable)`; by default
-    HERMOD_STORE_GIVE_UP_S, else 30 s. The journal holds the store's lock (`store.lock`) from
+    waits for an unreachable database before `done(StoreUnavailable)`, by default 30 s (`hermod
+    run` passes `[store] give_up_s`). The journal holds the store's lock (`store.lock`) from
     before the schema upgrade until `close()`; `holder` is how it names this broker to another
     one refused (default: host and process id). `lease` (a `store.lease.Lease`, PostgreSQL
     only): this broker is the live one of a shared store; every commit checks it still holds
@@ -65,7 +64,7 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     if is_memory(url):
         return MemoryJournal()  # completes every unit at once, on the caller's thread
     if fail_after_s is None:
-        fail_after_s = _give_up_s()
+        fail_after_s = DEFAULT_GIVE_UP_S
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
     lock = None
     try:
@@ -81,16 +80,3 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
         raise
     return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock,
                       fence=lease.check if lease is not None else None)
-
-
-def _give_up_s() -> float:
-    configured = os.environ.get("HERMOD_STORE_GIVE_UP_S")
-    if not configured:
-        return DEFAULT_GIVE_UP_S
-    try:
-        value = float(configured)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise StoreError(f"HERMOD_STORE_GIVE_UP_S must be a number of seconds above 0, not {configured!r}")
-    return value

@@ -1,5 +1,5 @@
-"""What attaching a producer or a consumer means in the address model (Artemis rules,
-reference/amqp-mapping.md), independent of AMQP: the protocol adapter turns a link's terminus
+"""What attaching a producer or a consumer means in the address model (Artemis's
+AMQP mapping rules), independent of AMQP: the protocol adapter turns a link's terminus
 into a `ProducerRequest` / `ConsumerRequest`, and these functions resolve, create and check.
 """
 from __future__ import annotations

@@ -31,7 +31,6 @@ naming it learns that it timed out.
 from __future__ import annotations
 
 import itertools
-import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable
 
@@ -45,14 +44,7 @@ if TYPE_CHECKING:
 Done = Callable[[BaseException | None], None]
 
 
-DEFAULT_TIMEOUT_S = 300.0  # Artemis's transaction-timeout
 TIMED_OUT_REMEMBERED = 1000  # ids kept per client to answer a late discharge
-
-
-def default_timeout_s() -> float:
-    """HERMOD_TRANSACTION_TIMEOUT_S, else Artemis's 300 s; 0 or less: no timeout."""
-    configured = os.environ.get("HERMOD_TRANSACTION_TIMEOUT_S")
-    return float(configured) if configured else DEFAULT_TIMEOUT_S
 
 
 class UnknownTransaction(IllegalState):
@@ -92,10 +84,6 @@ class Transaction:
         self.acquired: list[Acquisition] = []
         self.rollback_cause: BaseException | None = None
         self.state = Transaction.ACTIVE
-
-    @property
-    def rollback_only(self) -> bool:
-        return self.rollback_cause is not None
 
     # -- work done inside the transaction -------------------------------------------------------
     def add_send(self, plan: Plan) -> None:
@@ -232,5 +220,5 @@ class Transactions:
         return [t for t in self.active.values() if t.owner is owner]
 
 
-__all__ = ["Acquisition", "DEFAULT_TIMEOUT_S", "Transaction", "TransactionTimedOut", "Transactions",
-           "UnknownTransaction", "default_timeout_s"]
+__all__ = ["Acquisition", "Transaction", "TransactionTimedOut", "Transactions",
+           "UnknownTransaction"]

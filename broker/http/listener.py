@@ -31,7 +31,7 @@ async def start_http(broker, cfg, http_port: int | None = None,
     if not 0 <= port <= 65535:
         raise HttpStartError(f"HTTP port {port}: expected 0-65535, or -1 for none")
     context = _tls_context(cfg) if cfg.http.tls else None
-    server = HttpServer(handler or Api(broker))
+    server = HttpServer(handler or Api(broker), cfg.http.head_timeout_s)
     host = cfg.http.host
     try:
         bound_host, bound_port = await server.start(host, port, ssl=context)

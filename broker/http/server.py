@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
@@ -21,8 +20,9 @@ log = logging.getLogger("hermod.http")
 MAX_HEAD = 16 * 1024  # request line + headers
 MAX_HEADERS = 100
 MAX_BODY = 1024 * 1024
-# The whole head must arrive within this (slowloris); tests shorten it through the environment.
-HEAD_TIMEOUT_S = float(os.environ.get("HERMOD_HTTP_HEAD_TIMEOUT_S", "10"))
+# The whole head must arrive within this (slowloris): `HttpConfig.head_timeout_s`, which tests
+# shorten through HERMOD_HTTP_HEAD_TIMEOUT_S (read by config.py).
+HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 30.0  # a keep-alive connection waiting for its next request
 MAX_CONNECTIONS = 256
@@ -70,8 +70,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class HttpServer:
-    def __init__(self, handler: Handler):
+    def __init__(self, handler: Handler, head_timeout_s: float = HEAD_TIMEOUT_S):
         self.handler = handler
+        self.head_timeout_s = head_timeout_s
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
 
@@ -99,7 +100,7 @@ class HttpServer:
         try:
             for served in range(MAX_REQUESTS_PER_CONNECTION):
                 try:
-                    request = await read_request(reader, first=served == 0)
+                    request = await read_request(reader, served == 0, self.head_timeout_s)
                 except HttpError as e:
                     await _write(writer, Response.error(e.status, str(e)), close=True)
                     await _linger(reader, writer)
@@ -122,11 +123,12 @@ class HttpServer:
             writer.close()
 
 
-async def read_request(reader: asyncio.StreamReader, first: bool) -> Request | None:
+async def read_request(reader: asyncio.StreamReader, first: bool,
+                       head_timeout_s: float = HEAD_TIMEOUT_S) -> Request | None:
     """The next request, or None when the client closed (or idled out) between requests."""
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
-                                      HEAD_TIMEOUT_S if first else IDLE_TIMEOUT_S)
+                                      head_timeout_s if first else IDLE_TIMEOUT_S)
     except asyncio.IncompleteReadError as e:
         if not e.partial.strip():
             return None

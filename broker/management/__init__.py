@@ -102,8 +102,13 @@ class Management:
                 "avg_ops_per_commit": round(s.avg_ops_per_commit, 1), "summary": s.summary()}
 
     def bridge_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:
-        """A row per [[bridge]]: state (connecting, up, backoff, stopped), last error, backlog."""
-        return [b.status() for b in self.broker.bridges]
+        """A row per [[bridge]]: state (connecting, up, backoff, stopped), last error, backlog;
+        with a `view`, only the bridges whose local queue's address the caller may see."""
+        rows = [b.status() for b in self.broker.bridges]
+        if view is None:
+            return rows
+        queues = self.broker.postoffice.queues
+        return [r for r in rows if r["queue"] in queues and view(queues[r["queue"]].address.name)]
 
     def operations(self) -> dict:
         """The legacy statistics operations, called with the requester only."""

@@ -2,7 +2,7 @@
 the small edits the broker applies on the way out (delivery count, added annotations).
 
 A full `proton.Message` decode + encode costs 32-42 µs, several times the whole per-message path
-(reference/proton-hot-path.md), so the broker keeps each message as the bytes the producer sent.
+(ARCHITECTURE.md, "Design facts"), so the broker keeps each message as the bytes the producer sent.
 On arrival it scans the section boundaries and decodes the header (and message annotations when
 there are any); properties and application properties are decoded only when something asks
 (a selector, a group, anonymous relay). This module imports no Proton; the value types and
@@ -336,14 +336,6 @@ def _value_start(buf: bytes, start: int) -> int:
         return start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
     except IndexError:
         raise DecodeError(f"truncated section at {start}") from None
-
-
-def body_value(buf: bytes) -> Any:
-    """The body: one data section's bytes, an amqp-value's value, or a sequence's list."""
-    for descriptor, start, _end in sections(buf):
-        if descriptor in (DATA, AMQP_VALUE, AMQP_SEQUENCE):
-            return section_value(buf, start)
-    return None
 
 
 def encode_section(descriptor: int, value: Any) -> bytes:

@@ -3,7 +3,7 @@
 
 Why not Proton's `Container`: it wraps and dispatches every engine event in Python objects
 before any handler runs, which caps a broker at 2-11k msg/s; reading events as integers from our
-own collector moved 83-93k msg/s on the same machine (reference/proton-hot-path.md). Proton still
+own collector moved 83-93k msg/s on the same machine (ARCHITECTURE.md, "Design facts"). Proton still
 does all of AMQP here (framing, SASL, sessions, links, credit, settlement); this module does the
 IO and the event switch.
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
-from proton._data import PropertyDict, SymbolList, obj2dat, symbol
+from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions

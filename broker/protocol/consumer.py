@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
-from proton._data import Described, dat2obj, obj2dat, symbol
+from .binding import Described, dat2obj, obj2dat, symbol
 
 from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import cproton
 from cproton_ffi import ffi, lib
 from proton import Message as AmqpMessage
-from proton._data import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
+from .binding import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions

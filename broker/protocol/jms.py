@@ -12,7 +12,7 @@ set is never changed; other clients get the message as it was sent (no per-deliv
 from __future__ import annotations
 
 from cproton_ffi import lib
-from proton._data import dat2obj
+from .binding import dat2obj
 
 from ..core import errors
 from ..core.message import MULTICAST

@@ -268,12 +268,14 @@ class ProducerLink:
             annotations = envelope.annotations
             if rt is None and annotations:
                 rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
+            server = self.broker.config.server  # the prefix of `to` when nothing else says
             try:
+                name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
                 if self.broker.permissions.enabled:  # `send` per message on a relay link
                     with self.broker.acting_as(self.conn.principal):
-                        address, rt, queue = self.broker.resolve_relay(to, rt)
+                        address, rt, queue = self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
                 else:
-                    address, rt, queue = self.broker.resolve_relay(to, rt)
+                    address, rt, queue = self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
             except errors.NotAuthorized as e:
                 self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
                 return

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import cproton
 from cproton_ffi import lib
-from proton._data import Described, dat2obj
+from .binding import Described, dat2obj
 
 from ..core import errors, limits
 from ..core.address import split_fqqn
@@ -134,7 +134,7 @@ def consumer_priority(options: dict[str, str]) -> int | None:
 
 def subscription_queue_name(container_id: str | None, link_name: str, *, shared: bool,
                             global_: bool, durable: bool) -> str:
-    """Artemis's default naming of a multicast subscription queue (amqp-mapping.md)."""
+    """Artemis's default naming of a multicast subscription queue (its AMQP protocol manager's rules)."""
     name = link_name
     if shared:
         name = name.split("|", 1)[0]

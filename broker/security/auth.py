@@ -38,12 +38,6 @@ class Principal:
 ANONYMOUS = Principal(ANONYMOUS_USER, frozenset({ANONYMOUS_ROLE}))
 
 
-def check_mechanisms(path: str, mechs: list[str]) -> None:
-    for m in mechs:
-        if m not in SUPPORTED:
-            raise ConfigError(f"{path}: unknown SASL mechanism {m!r} (known: {', '.join(SUPPORTED)})")
-
-
 class Authenticator:
     def __init__(self, security: dict):
         self.anonymous = security.get("anonymous", True)

@@ -37,8 +37,5 @@ class Node:
             return True
         return self.op == "lit" and (self.args[0] is None or type(self.args[0]) is bool)
 
-    def is_literal(self) -> bool:
-        return self.op == "lit"
-
     def __repr__(self) -> str:
         return f"Node({self.op!r}, {self.pos}, {self.args!r})"

@@ -49,10 +49,6 @@ class _Rejected(Exception):
         self.message = message
 
 
-def _pos(item) -> int:
-    return item.start_pos if isinstance(item, Token) else item.pos
-
-
 def _describe(node: Node) -> str:
     if node.op == "lit":
         value = node.args[0]

@@ -245,11 +245,3 @@ def negate(a, convert: bool):
 
 
 ARITHMETIC = {"+": add, "-": subtract, "*": multiply, "/": divide, "%": remainder}
-
-
-def as_condition(value):
-    """A value where a condition is expected: booleans as they are, NULL is UNKNOWN, anything
-    else (a number, a string, an opaque value) is FALSE."""
-    if value is True or value is False or value is None:
-        return value
-    return False

@@ -73,3 +73,16 @@ def test_an_open_transaction_times_out_and_is_rolled_back(start_broker):
     assert stats(b.url, "tx.slow.out")["added"] == 0
     client.close()
     plain.close()
+
+
+def test_the_transaction_timeout_environment_override_wins_over_the_file(start_broker):
+    b = start_broker(config="[server]\ntransaction_timeout_s = 300\n",
+                     env={"HERMOD_TRANSACTION_TIMEOUT_S": "1.5"})
+    plain = connect(b.url)
+    client = TxClient(b.url)
+    take_in_transaction(client, plain, "tx.env", settle_before_discharge=True)
+    # Rolled back by the broker after 1.5 s, not 300: the message goes to the next consumer.
+    again = plain.create_receiver("tx.env", credit=1).receive(timeout=TIMEOUT)
+    assert (again.body, again.delivery_count) == ("a", 1)
+    client.close()
+    plain.close()
