@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
 
-from pgcluster import PgCluster, find_bindir  # noqa: E402
+from pgcluster import fresh_database, module_cluster  # noqa: E402
 
 from ha_testing import HaNode  # noqa: E402
 
@@ -20,19 +20,13 @@ _numbers = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def ha_cluster():
-    if find_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    with PgCluster(durable=False) as cluster:
-        yield cluster
+    yield from module_cluster()
 
 
 @pytest.fixture
 def ha_db(ha_cluster):
     """(cluster, database name, store URL) of a fresh database."""
-    name = f"hermod_ha_{next(_numbers)}"
-    url = ha_cluster.create_database(name)
-    yield ha_cluster, name, url
-    ha_cluster.drop_database(name)
+    yield from fresh_database(ha_cluster, f"hermod_ha_{next(_numbers)}")
 
 
 @pytest.fixture

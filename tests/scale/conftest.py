@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "store"))
 
-from pgcluster import PgCluster, find_bindir  # noqa: E402
+from pgcluster import fresh_database, module_cluster  # noqa: E402
 
 from hermod.store import schema  # noqa: E402
 from hermod.store.engine import make_engine  # noqa: E402
@@ -20,20 +20,13 @@ _numbers = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def scale_cluster():
-    if find_bindir() is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    with PgCluster(durable=False) as cluster:
-        yield cluster
+    yield from module_cluster()
 
 
 @pytest.fixture
 def scale_db(scale_cluster):
     """(cluster, database name, store URL) of a fresh migrated database."""
-    name = f"hermod_scale_{next(_numbers)}"
-    url = scale_cluster.create_database(name)
-    schema.upgrade(url)
-    yield scale_cluster, name, url
-    scale_cluster.drop_database(name)
+    yield from fresh_database(scale_cluster, f"hermod_scale_{next(_numbers)}", schema.upgrade)
 
 
 @pytest.fixture

@@ -137,3 +137,24 @@ class PgCluster:
         if check and result.returncode != 0:
             raise RuntimeError(f"{program} failed ({result.returncode}): "
                                f"{result.stderr.strip() or result.stdout.strip()}")
+
+
+def module_cluster():
+    """Body of a module-scoped fixture: a private, non-durable cluster (skips the module where
+    the PostgreSQL server binaries are not installed)."""
+    import pytest
+
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    with PgCluster(durable=False) as cluster:
+        yield cluster
+
+
+def fresh_database(cluster: PgCluster, name: str, prepare=None):
+    """Body of a per-test fixture: (cluster, database name, store URL) of a new database,
+    `prepare(url)` run on it first (e.g. the schema upgrade), dropped afterwards."""
+    url = cluster.create_database(name)
+    if prepare is not None:
+        prepare(url)
+    yield cluster, name, url
+    cluster.drop_database(name)
