@@ -28,6 +28,7 @@ from .recovery import FrameTap
 from .conditions import set_condition
 from .links import open_link, refuse
 from .sasl import open_gate
+from .transport_input import push_input
 
 if TYPE_CHECKING:
     from .server import Server
@@ -151,22 +152,7 @@ class Connection:
                 return
             self.gate = None
         self.frame_tap.incoming(data)
-        t = self.transport
-        pos, n = 0, len(data)
-        while pos < n:
-            capacity = lib.pn_transport_capacity(t)
-            if capacity < 0:
-                break  # input side closed; the rest is ignored
-            if capacity == 0:
-                self.process()
-                capacity = lib.pn_transport_capacity(t)
-                if capacity <= 0:
-                    break
-            piece = data[pos:pos + capacity] if (pos or n > capacity) else data
-            pushed = lib.pn_transport_push(t, piece, len(piece))
-            if pushed < 0:
-                break
-            pos += pushed
+        push_input(self.transport, data, self.process)
         self.process()
 
     def eof_received(self) -> bool:

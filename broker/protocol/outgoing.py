@@ -22,6 +22,8 @@ import ssl
 import cproton
 from cproton_ffi import ffi, lib
 
+from .transport_input import push_input
+
 log = logging.getLogger("hermod.bridge")
 
 READ_CHUNK = 256 * 1024
@@ -144,20 +146,7 @@ class OutgoingConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.over:
             return
-        t = self.transport
-        pos, n = 0, len(data)
-        while pos < n and not self.over:
-            capacity = lib.pn_transport_capacity(t)
-            if capacity == 0:
-                self._process()
-                capacity = lib.pn_transport_capacity(t)
-            if capacity <= 0:
-                break
-            piece = data[pos:pos + capacity] if (pos or n > capacity) else data
-            pushed = lib.pn_transport_push(t, piece, len(piece))
-            if pushed < 0:
-                break
-            pos += pushed
+        push_input(self.transport, data, self._process, lambda: self.over)
         self._process()
 
     def eof_received(self) -> bool:
