@@ -394,7 +394,7 @@ def cmd_analyse(args) -> int:
 
 def cmd_import(args) -> int:
     from .tools.importer import run
-    return run(args.product, args.file, args.output)
+    return run(args.product, args.file, args.output, True if args.progress else None)
 
 
 # -- parser ---------------------------------------------------------------------------------------
@@ -502,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("product", choices=["artemis", "activemq"])
     imp.add_argument("file", help="broker.xml (Artemis) or activemq.xml (ActiveMQ Classic)")
     imp.add_argument("-o", "--output", help="write the TOML here (default: stdout)")
+    imp.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
     imp.set_defaults(func=cmd_import)
 
     perf = sub.add_parser("perf", help="load generator")

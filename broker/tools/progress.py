@@ -14,11 +14,13 @@ LOG_EVERY_S = 1.0
 
 
 class Progress:
-    def __init__(self, label: str, enabled: bool | None = None, stream=None, clock=time.monotonic):
+    def __init__(self, label: str, enabled: bool | None = None, stream=None, clock=time.monotonic,
+                 unit: str = "messages"):
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = bool(getattr(self.stream, "isatty", lambda: False)())
         self.enabled = self.terminal if enabled is None else enabled
         self.label = label
+        self.unit = unit
         self._clock = clock
         self._last = None
         self._shown = ""
@@ -33,9 +35,9 @@ class Progress:
         self._last = now
         text = f"{self.label}: {done}"
         if total:
-            text += f" of {total} messages ({min(100, done * 100 // total)}%)"
+            text += f" of {total} {self.unit} ({min(100, done * 100 // total)}%)"
         else:
-            text += " messages"
+            text += f" {self.unit}"
         if text == self._shown and not final:
             return
         self._shown = text

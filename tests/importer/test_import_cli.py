@@ -149,3 +149,19 @@ def test_wrong_root_names_the_other_command():
                      "<beans>", "hermod import activemq")
     _one_line_exit_2(hermod_import("activemq", str(FIXTURES / "seed-artemis/broker.xml")),
                      "<configuration>", "hermod import artemis")
+
+
+def test_progress_counts_the_steps_only_when_asked(tmp_path):
+    source = str(FIXTURES / "debian-main-activemq.xml")
+    out = tmp_path / "hermod.toml"
+    done = hermod_import("activemq", source, "-o", str(out), "--progress")
+    assert done.returncode == 0, done.stderr
+    steps = [l for l in done.stderr.splitlines() if l.startswith(f"import activemq {source}: ")]
+    # Off a terminal a line is written at most once a second, so the steps between the first
+    # and the last may be folded away; the first and the final one are always there.
+    counts = [int(l.split(": ", 1)[1].split(" ")[0]) for l in steps]
+    assert steps[0].endswith(": 0 of 4 steps (0%)") and steps[-1].endswith(": 4 of 4 steps (100%)")
+    assert counts == sorted(set(counts))
+    assert parse(tomllib.loads(out.read_text()))
+    quiet = hermod_import("activemq", source, "-o", str(tmp_path / "again.toml"))
+    assert quiet.returncode == 0 and "steps" not in quiet.stderr

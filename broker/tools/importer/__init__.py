@@ -11,8 +11,10 @@ from __future__ import annotations
 import sys
 import tomllib
 from pathlib import Path
+from typing import Callable
 
 from ...config import ConfigError, parse
+from ..progress import Progress
 from . import activemq, artemis
 from .notes import Notes
 from .toml_out import dumps
@@ -24,11 +26,21 @@ ORDER = ("server", "listener", "tls", "store", "security", "address_settings", "
 PRODUCTS = {"artemis": "ActiveMQ Artemis", "activemq": "ActiveMQ Classic"}
 
 
-def convert_file(kind: str, source: Path) -> tuple[str, list[str]]:
-    """(TOML text, notes); ImportFailed when the file as a whole cannot be converted."""
+STEPS = 4  # read the XML, convert it, check the result with Hermod's config reader, write it
+
+
+def _no_step() -> None:
+    pass
+
+
+def convert_file(kind: str, source: Path, step: Callable[[], None] = _no_step) -> tuple[str, list[str]]:
+    """(TOML text, notes); ImportFailed when the file as a whole cannot be converted. `step()`
+    is called as each of the first three STEPS ends (the progress line)."""
     root = parse_file(source)
+    step()
     notes = Notes(str(source))
     converted = CONVERTERS[kind](root, source, notes)
+    step()
     doc = {key: converted[key] for key in ORDER if key in converted}
     text = dumps(doc, [f"Converted by `hermod import {kind}` from {source.name} ({PRODUCTS[kind]}).",
                        "Elements that could not be carried over were listed on stderr when it ran."])
@@ -37,24 +49,35 @@ def convert_file(kind: str, source: Path) -> tuple[str, list[str]]:
     except (ConfigError, tomllib.TOMLDecodeError) as e:
         # A converter bug, not the user's file: say so rather than write a file `run` refuses.
         raise ImportFailed(f"{source}: the converted configuration is not valid ({e}); please report this") from None
+    step()
     return text, notes.lines
 
 
-def run(kind: str, source: str, output: str | None) -> int:
-    """The CLI command; returns the exit status."""
+def run(kind: str, source: str, output: str | None, progress: bool | None = None) -> int:
+    """The CLI command; returns the exit status. `progress`: the progress line on stderr (None:
+    only on a terminal), in steps, since a configuration is one file, not messages."""
+    line = Progress(f"import {kind} {source}", progress, unit="steps")
+    done = [0]
+
+    def step() -> None:
+        done[0] += 1
+        line.update(done[0], STEPS)
+
+    line.update(0, STEPS)
     try:
-        text, notes = convert_file(kind, Path(source))
+        text, notes = convert_file(kind, Path(source), step)
     except ImportFailed as e:
         print(f"hermod: {e}", file=sys.stderr)
         return 2
-    for line in notes:
-        print(line, file=sys.stderr)
+    for note in notes:
+        print(note, file=sys.stderr)
     if output is None:
         sys.stdout.write(text)
-        return 0
-    try:
-        Path(output).write_text(text)
-    except OSError as e:
-        print(f"hermod: {output}: cannot write: {e.strerror or e}", file=sys.stderr)
-        return 2
+    else:
+        try:
+            Path(output).write_text(text)
+        except OSError as e:
+            print(f"hermod: {output}: cannot write: {e.strerror or e}", file=sys.stderr)
+            return 2
+    line.update(STEPS, STEPS, final=True)
     return 0
