@@ -22,6 +22,8 @@ STARTED = re.compile(r"started successfully on port (\d+)")
 CHROMIUM = "/usr/bin/chromium"
 
 
+IMPLICIT_WAIT_MS = 10_000
+
 class WebDriverError(AssertionError):
     pass
 
@@ -67,6 +69,9 @@ class Browser:
             "browserName": "chrome", "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
             "goog:loggingPrefs": {"browser": "ALL"}}}})
         self.session = answer["sessionId"]
+        # `find` waits (bounded, in the driver) for an element the page has not drawn yet: a
+        # click that changes the view is followed by a lookup in the next one.
+        self._cmd("POST", "/timeouts", {"implicit": IMPLICIT_WAIT_MS})
 
     def _port(self) -> int:
         found: list[int] = []
@@ -109,6 +114,7 @@ class Browser:
         return Element(self, self._cmd("POST", "/element", {"using": "css selector", "value": css})[ELEMENT])
 
     def find_all(self, css: str) -> list[Element]:
+        """Every element matching `css` (waits up to the implicit wait while there is none)."""
         found = self._cmd("POST", "/elements", {"using": "css selector", "value": css})
         return [Element(self, e[ELEMENT]) for e in found]
 
@@ -125,9 +131,10 @@ class Browser:
         entries = self._cmd("POST", "/se/log", {"type": "browser"})
         return [e["message"] for e in entries if e.get("level") == "SEVERE"]
 
-    def value(self, css: str) -> str:
-        """The current value of a form field (a property, not the attribute)."""
-        return self.run("return document.querySelector(arguments[0]).value", css)
+    def value(self, css: str) -> str | None:
+        """The current value of a form field (a property, not the attribute); None while the page
+        has not drawn the field yet (a wait on the value then waits for the field too)."""
+        return self.run("const field = document.querySelector(arguments[0]); return field ? field.value : null", css)
 
     def screenshot(self, path) -> None:
         with open(path, "wb") as f:
