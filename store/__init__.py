@@ -43,7 +43,8 @@ DEFAULT_GIVE_UP_S = 30.0  # how long durable work waits for an unreachable store
 
 def open_journal(url: str, post: Callable[..., object] | None, *,
                  sqlite_synchronous: str = "FULL", fail_after_s: float | None = None,
-                 holder: str | None = None, lease=None) -> SqlJournal | MemoryJournal:
+                 holder: str | None = None, lease=None,
+                 membership=None) -> SqlJournal | MemoryJournal:
     """The journal for a store URL, its schema upgraded to head and checked.
 
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
@@ -54,7 +55,9 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     before the schema upgrade until `close()`; `holder` is how it names this broker to another
     one refused (default: host and process id). `lease` (a `store.lease.Lease`, PostgreSQL
     only): this broker is the live one of a shared store; every commit checks it still holds
-    the lease (LeaseLost otherwise) and the store lock is held shared.
+    the lease (LeaseLost otherwise) and the store lock is held shared. `membership` (a
+    `store.ownership.Membership`, PostgreSQL only): this broker is a node of a cluster; the lock
+    is held shared and every commit runs its ownership fence.
     Raises StoreError (one line) when the store is unreachable, corrupt, newer than this code,
     or locked by another broker (StoreLocked).
     """
@@ -68,9 +71,11 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
     lock = None
     try:
-        lock = acquire(engine, display_url(engine.url), holder, shared=lease is not None)
-        if lease is not None:
-            lease.guard(engine)
+        lock = acquire(engine, display_url(engine.url), holder,
+                       shared=lease is not None or membership is not None)
+        for keeper in (lease, membership):
+            if keeper is not None:
+                keeper.guard(engine)
         schema.upgrade(engine)
         schema.check(engine)
     except BaseException:
@@ -79,4 +84,5 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
         engine.dispose()
         raise
     return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock,
-                      fence=lease.check if lease is not None else None)
+                      fence=lease.check if lease is not None else None,
+                      ownership=membership.fence if membership is not None else None)

@@ -80,12 +80,16 @@ class SqlJournal:
                  fail_after_s: float = 30.0, retry_initial_s: float = 0.05,
                  retry_max_s: float = 2.0, max_batch_ops: int = 20_000,
                  lock: StoreLock | None = None,
-                 fence: Callable[[Connection], None] | None = None) -> None:
+                 fence: Callable[[Connection], None] | None = None,
+                 ownership: Callable[[Connection, list[Operation]], None] | None = None) -> None:
         self._engine = engine
         self._lock = lock  # released by close()
         # Called last in every commit transaction (store.lease.Lease.check): raises LeaseLost
         # when this broker is no longer the live one, and nothing of the batch is committed.
         self._fence = fence
+        # [ha] mode = "cluster" (store.ownership.Membership.fence): called last with the batch's
+        # operations; raises OwnershipLost when a queue they touch is no longer this node's.
+        self._ownership = ownership
         self._post = post
         self.fail_after_s = fail_after_s
         self._retry_initial_s = retry_initial_s
@@ -108,11 +112,13 @@ class SqlJournal:
 
     # -- the port ------------------------------------------------------------------------------
 
-    def recover(self, *, window: int | None = None, max_bytes: int | None = None) -> Recovered:
+    def recover(self, *, window: int | None = None, max_bytes: int | None = None,
+                queues: frozenset[str] | None = None) -> Recovered:
         """Everything stored, in order (blocks; called once before serving). `window` and
         `max_bytes`, extensions of the port: at most that many references per queue, and
-        about that many bytes of messages in all; the rest is paged in later."""
-        return recovery.recover(self._engine, window=window, max_bytes=max_bytes)
+        about that many bytes of messages in all; the rest is paged in later. `queues`: only
+        these queues' references (a cluster node's own queues); every definition still."""
+        return recovery.recover(self._engine, window=window, max_bytes=max_bytes, only=queues)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
         unit = _Unit(ops, done, time.monotonic())
@@ -229,6 +235,8 @@ class SqlJournal:
                 self._applier.apply(connection, (unit.ops for unit in batch))
                 if self._fence is not None:
                     self._fence(connection)
+                if self._ownership is not None:
+                    self._ownership(connection, [op for unit in batch for op in unit.ops])
         except Exception as error:
             self._applier.rolled_back()
             self._raise_if_unreachable(error)

@@ -1,6 +1,7 @@
 """Several live brokers on one PostgreSQL: node leases, queue ownership and shared id blocks.
 
-The store-level half of docs/scale-out.md; nothing in `hermod run` uses it yet.
+The store-level half of docs/scale-out.md; `broker/cluster.py` runs it in `hermod run`
+(`[ha] mode = "cluster"`).
 
 Theory of operation. Each broker process is a `Membership`: a row of `cluster_nodes` (its
 `holder`: node name plus a token of this process) alive until `expires_at` on the DATABASE's
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
 from sqlalchemy import Connection, Engine, select, text, update
+
+from hermod.broker.core.ports import DeleteQueue, PutQueue
 
 from .errors import StoreError, StoreUnreachable, one_line
 from .lease import end_idle_transactions
@@ -175,12 +178,59 @@ class Membership:
             "SELECT queue FROM queue_owners WHERE holder = :holder ORDER BY queue"),
             self._params()).scalars()))
 
+    def claimable(self) -> list[str]:
+        """Durable queues (rows of `queues`) with no live owner: never claimed, released, or
+        owned by a dead member. What `hermod run` claims from at start and at every round."""
+        return self._run(self._claimable)
+
+    @staticmethod
+    def _claimable(connection: Connection) -> list[str]:
+        return list(connection.execute(text(
+            "SELECT q.name FROM queues q LEFT JOIN queue_owners o ON o.queue = q.name"
+            " LEFT JOIN cluster_nodes n ON n.holder = o.holder"
+            " AND n.expires_at > clock_timestamp()"
+            " WHERE n.holder IS NULL ORDER BY q.name")).scalars())
+
+    def census(self) -> tuple[int, int, int, list[str]]:
+        """(durable queues, live members, queues we own, claimable queues) in one transaction:
+        what a claim round spreads by."""
+        def census(connection: Connection) -> tuple[int, int, int, list[str]]:
+            total = connection.execute(text("SELECT count(*) FROM queues")).scalar_one()
+            live = connection.execute(text("SELECT count(*) FROM cluster_nodes"
+                                           " WHERE expires_at > clock_timestamp()")).scalar_one()
+            mine = connection.execute(text("SELECT count(*) FROM queue_owners o JOIN queues q"
+                                           " ON q.name = o.queue WHERE o.holder = :holder"),
+                                      self._params()).scalar_one()
+            return int(total), int(live), int(mine), self._claimable(connection)
+        return self._run(census)
+
+    def remote_owners(self) -> dict[str, tuple[str, str | None]]:
+        """queue -> (node, announce) of every queue another live member owns (the routing
+        cache of `hermod run`, refreshed every renew period)."""
+        rows = self._run(lambda connection: connection.execute(text(
+            "SELECT o.queue, n.node, n.announce FROM queue_owners o"
+            " JOIN cluster_nodes n ON n.holder = o.holder"
+            " WHERE o.holder <> :holder AND n.expires_at > clock_timestamp()"),
+            self._params()).all())
+        return {row.queue: (row.node, row.announce) for row in rows}
+
+    def set_announce(self, announce: str) -> None:
+        """Where clients reach this node, once its listener is bound (port 0 at start)."""
+        self.announce = announce
+        self._run(lambda connection: connection.execute(text(
+            "UPDATE cluster_nodes SET announce = :announce WHERE holder = :holder"),
+            self._params()))
+
     def orphans(self) -> list[str]:
         """Queues with no live owner: released, or owned by a dead member."""
         return self._run(lambda connection: list(connection.execute(text(
             "SELECT o.queue FROM queue_owners o LEFT JOIN cluster_nodes n"
             " ON n.holder = o.holder AND n.expires_at > clock_timestamp()"
             " WHERE n.holder IS NULL ORDER BY o.queue")).scalars()))
+
+    def allocate(self, size: int) -> range:
+        """A block of message ids of our own (`allocate_ids` in a transaction of its own)."""
+        return self._run(lambda connection: allocate_ids(connection, size))
 
     # -- the fence -----------------------------------------------------------------------------
 
@@ -204,6 +254,25 @@ class Membership:
         raise OwnershipLost(f"store {self._where}: this broker ({self.node}) no longer owns "
                             f"{', '.join(lost)}; nothing was committed")
 
+    def fence(self, connection: Connection, ops: Iterable[object]) -> None:
+        """The journal's hook, last in every commit transaction: queues the batch creates
+        become ours (unless another live member owns them), then `check` every queue it touches;
+        deleted queues lose their ownership row with them."""
+        touched, created, deleted = queues_of(ops)
+        for queue in sorted(created):
+            connection.execute(text(
+                "INSERT INTO queue_owners (queue, holder, epoch) VALUES (:queue, :holder, 1)"
+                " ON CONFLICT (queue) DO UPDATE SET holder = :holder,"
+                " epoch = queue_owners.epoch + 1 WHERE queue_owners.holder IS NULL"
+                " OR NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.holder ="
+                " queue_owners.holder AND n.expires_at > clock_timestamp())"),
+                self._params(queue=queue))
+        self.check(connection, touched | created)
+        if deleted:
+            connection.execute(text("DELETE FROM queue_owners WHERE queue = ANY(:queues)"
+                                    " AND holder = :holder"),
+                               self._params(queues=sorted(deleted)))
+
     def guard(self, engine: Engine) -> None:
         """Sessions of `engine` (the journal's) idle inside a transaction for `lease_s` are ended
         by the server, so a paused owner cannot hold a takeover back."""
@@ -222,6 +291,26 @@ class Membership:
         return connection.execute(text(
             "SELECT 1 FROM cluster_nodes WHERE holder = :holder AND expires_at > clock_timestamp()"),
             {"holder": holder}).first() is not None
+
+
+def queues_of(ops: Iterable[object]) -> tuple[set[str], set[str], set[str]]:
+    """(touched, created, deleted) queue names of a batch of journal operations, in one pass.
+    Operations naming no queue (messages, addresses, duplicate ids) are fenced by the node
+    check alone: they only matter through the references that point at them."""
+    touched: set[str] = set()
+    created: set[str] = set()
+    deleted: set[str] = set()
+    for op in ops:
+        if isinstance(op, PutQueue):
+            created.add(op.queue.name)
+        elif isinstance(op, DeleteQueue):
+            deleted.add(op.name)
+            touched.add(op.name)
+        else:
+            queue = getattr(op, "queue", None)
+            if isinstance(queue, str):
+                touched.add(queue)
+    return touched, created, deleted
 
 
 MESSAGE_IDS = "message"

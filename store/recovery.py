@@ -21,29 +21,24 @@ _MESSAGE_COLUMNS = (
 
 
 def recover(engine: Engine, *, window: int | None = None,
-            max_bytes: int | None = None) -> Recovered:
+            max_bytes: int | None = None, only: frozenset[str] | None = None) -> Recovered:
     """Addresses, queues and each queue's references in order; `next_message_id` after the
     highest stored message id. With `window`, at most that many references per queue are
     returned, and with `max_bytes` at most about that many bytes of messages (with each
     reference's overhead) in all, shared evenly by the queues; the rest stays in the store for
-    `read_page` (those queues are in `Recovered.more`)."""
+    `read_page` (those queues are in `Recovered.more`). With `only`, the references of only
+    those queues are read (a cluster node recovers the queues it owns; the others' definitions
+    are still returned, so that it can route to them and redirect their consumers)."""
     with engine.connect() as connection:
-        address_records = [
-            AddressRecord(
-                name=row.name,
-                routing_types=frozenset(
-                    kind for kind, on in (("anycast", row.anycast), ("multicast", row.multicast))
-                    if on),
-                auto_created=row.auto_created,
-            )
-            for row in connection.execute(select(addresses).order_by(addresses.c.name))
-        ]
+        address_records = [address_record(row) for row in
+                           connection.execute(select(addresses).order_by(addresses.c.name))]
         queue_rows = list(connection.execute(select(queues).order_by(queues.c.id)))
         queue_records = [queue_record(row) for row in queue_rows]
         references: dict[str, list[StoredReference]] = {}
         more: set[str] = set()
-        share = None if max_bytes is None else max(0, max_bytes // max(1, len(queue_rows)))
-        for row in queue_rows:
+        read = [row for row in queue_rows if only is None or row.name in only]
+        share = None if max_bytes is None else max(0, max_bytes // max(1, len(read)))
+        for row in read:
             refs = references[row.name] = _references(connection, row.id, 0, window, share)
             if (window is not None and len(refs) >= window) or (
                     share is not None and _has_more(connection, row.id, refs)):
@@ -68,6 +63,27 @@ def highest_message_id(connection: Connection) -> int:
     return max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
         messages.c.id, retained_messages.c.message_id, acknowledgements.c.message_id,
         dead_letters.c.message_id))
+
+
+def definitions(engine: Engine, names: list[str]) -> tuple[list[AddressRecord], list[QueueRecord]]:
+    """The stored definitions of the queues `names` and of their addresses (a cluster node that
+    takes queues over may not know them yet: another node created them after it started)."""
+    with engine.connect() as connection:
+        queue_records = [queue_record(row) for row in connection.execute(
+            select(queues).where(queues.c.name.in_(names)).order_by(queues.c.id))]
+        wanted = sorted({q.address for q in queue_records})
+        address_records = [address_record(row) for row in connection.execute(
+            select(addresses).where(addresses.c.name.in_(wanted)))]
+    return address_records, queue_records
+
+
+def address_record(row) -> AddressRecord:
+    return AddressRecord(
+        name=row.name,
+        routing_types=frozenset(
+            kind for kind, on in (("anycast", row.anycast), ("multicast", row.multicast)) if on),
+        auto_created=row.auto_created,
+    )
 
 
 def read_page(connection: Connection, queue_id: int, after_message_id: int,
