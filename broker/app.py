@@ -75,6 +75,7 @@ class Broker:
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
         self.validate_user_id = config.security.get("validate_user_id", False)
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
+        self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -82,9 +83,13 @@ class Broker:
         window = RECOVERY_WINDOW if self.journal.durable else None
         # However many queues, what recovery reads stays within a share of the memory limit.
         budget = int(self.postoffice.flow.memory_limit * RECOVERY_MEMORY_SHARE)
-        recovered = (self.journal.recover(window=window, max_bytes=budget) if window
-                     else self.journal.recover())
+        # A cluster node reads the messages of the queues it owns only (broker/cluster.py).
+        only = {} if self.cluster is None else {"queues": self.cluster.owned}
+        recovered = (self.journal.recover(window=window, max_bytes=budget, **only) if window
+                     else self.journal.recover(**only))
         self.postoffice.recover(recovered, self.message_from_record, window)
+        if self.cluster is not None:  # ids from blocks of the shared counter, not max(id) + 1
+            self.postoffice._ids = self.cluster.ids
         self.create_configured(self.config)
         self.forwarders = routing.install(self.postoffice, self.config, self.build_forwarders(self.config))
 
@@ -210,6 +215,9 @@ class Broker:
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
         if self.acting is not None and not req.dynamic:
             self.authorize("browse" if req.browser else "consume", req.address)
+        if self.cluster is not None and not req.dynamic:  # another node's queue: go there
+            self.cluster.check_consumer(req.address, req.routing_type, req.queue,
+                                        req.subscription_queue)
         if not req.dynamic and req.queue is None:
             found = find_virtual_topic(self.virtual_topics, req.address)
             if found is not None:

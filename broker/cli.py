@@ -55,7 +55,7 @@ def _file_sets_store_url(path: Path) -> bool:
         return False
 
 
-def open_journal(cfg: config_mod.Config, post, lease=None):
+def open_journal(cfg: config_mod.Config, post, lease=None, membership=None):
     """The store for `cfg` (upgraded to the current schema), or the in-memory journal."""
     url = cfg.store.url
     if url == "memory":
@@ -64,7 +64,8 @@ def open_journal(cfg: config_mod.Config, post, lease=None):
     from hermod import store
     try:
         return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous,
-                                  fail_after_s=cfg.store.give_up_s, holder=cfg.ha.node, lease=lease)
+                                  fail_after_s=cfg.store.give_up_s, holder=cfg.ha.node, lease=lease,
+                                  membership=membership)
     except store.StoreError as e:
         raise CliError(_store_error(url, e)) from None
 
@@ -113,17 +114,22 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         if became is None:
             return 0  # stopped while a backup
         cfg, http_port, keeper = became
+    cluster = _cluster(cfg) if cfg.ha.cluster else None  # [ha] mode = "cluster"
     try:
-        journal = open_journal(cfg, loop.call_soon_threadsafe, lease=keeper and keeper.lease)
+        journal = open_journal(cfg, loop.call_soon_threadsafe, lease=keeper and keeper.lease,
+                               membership=cluster and cluster.membership)
     except CliError:
         if keeper is not None:
             keeper.stop(resign=True)
         raise
+    if cluster is not None:
+        keeper = await _join_cluster(cfg, cluster, journal)
     def call_at(due_ms: int, fn):
         # Timers in wall-clock epoch ms (scheduled delivery times are), run by the loop.
         return loop.call_later(max(0.0, due_ms / 1000.0 - time.time()), fn)
 
     broker = Broker(cfg, journal=journal, defer=loop.call_soon, call_at=call_at)
+    broker.cluster = cluster
     try:
         broker.start()
     except Exception as e:  # noqa: BLE001 - a start-up failure is one line, not a traceback
@@ -173,6 +179,8 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
             server.request_stop()
         server.gate = keeper
         keeper.watch(loop, lease_lost)
+    if cluster is not None:
+        cluster.serve(broker, loop, f"{main.scheme}://{_shown_host(cfg.server.host, host)}:{port}")
     for name, scheme, h, p in ready:
         print_listener(name, scheme, h, p)
     if http is not None:
@@ -210,6 +218,29 @@ async def _wait_for_lease(cfg: config_mod.Config, http_port: int | None):
         raise CliError(_store_error(cfg.store.url, e)) from None
     except OSError as e:
         raise CliError(f"cannot listen on {cfg.server.host}:{cfg.server.port}: {e.strerror or e}") from None
+
+
+def _cluster(cfg: config_mod.Config):
+    """[ha] mode = "cluster": this node, not yet joined (its fence goes into the journal)."""
+    from hermod.store.engine import display_url, make_engine
+    from .cluster import Cluster
+    try:
+        config_mod.check_ha(cfg)
+    except config_mod.ConfigError as e:
+        raise CliError(str(e)) from None
+    engine = make_engine(cfg.store.url)
+    return Cluster(cfg, engine, display_url(engine.url))
+
+
+async def _join_cluster(cfg: config_mod.Config, cluster, journal):
+    """Join, claim this node's share of the queues; the LeaseKeeper that renews the node."""
+    from hermod import store
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, cluster.join)
+    except store.StoreError as e:
+        journal.close()
+        raise CliError(_store_error(cfg.store.url, e)) from None
+    return cluster.keeper
 
 
 async def _listen(starting, listener) -> tuple[str, int]:

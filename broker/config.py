@@ -142,7 +142,7 @@ class HaConfig:
     """`[ha]` (contract, "High availability and bridges"). `node` names this broker to others
     (also when a second broker is refused the store lock); `announce` is how clients reach it,
     by default its main listener."""
-    mode: str = "off"  # off | shared-store
+    mode: str = "off"  # off | shared-store | cluster
     node: str | None = None
     lease_s: float = 5
     announce: str | None = None
@@ -150,6 +150,11 @@ class HaConfig:
     @property
     def shared_store(self) -> bool:
         return self.mode == "shared-store"
+
+    @property
+    def cluster(self) -> bool:
+        """Several live brokers on one PostgreSQL, each queue owned by one (docs/scale-out.md)."""
+        return self.mode == "cluster"
 
 
 @dataclass(frozen=True)
@@ -246,7 +251,8 @@ _TLS = {"cert": _str, "key": _str, "ca": _str,
 _http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
                     "a port number 0-65535, or -1 for none")
 _HTTP = {"host": _str, "port": _http_port, "tls": _bool}
-_HA = {"mode": _check(lambda v: v in ("off", "shared-store"), 'one of "off", "shared-store"'),
+_HA = {"mode": _check(lambda v: v in ("off", "shared-store", "cluster"),
+                      'one of "off", "shared-store", "cluster"'),
        "node": _check(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
        "lease_s": _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1,
                          "a number of seconds, at least 1"),
@@ -451,15 +457,16 @@ def parse(data: dict, path: Path | None = None) -> Config:
 
 
 def check_ha(config: Config) -> None:
-    """Shared-store HA needs a named node and a PostgreSQL store (its lease lives on the
-    database's clock). Run on the file, and again once the command line set the store."""
+    """Shared-store HA and cluster mode need a named node and a PostgreSQL store (their leases
+    live on the database's clock). Run on the file, and again once the command line set the
+    store."""
     ha = config.ha
-    if not ha.shared_store:
+    if not (ha.shared_store or ha.cluster):
         return
     if ha.node is None:
-        raise ConfigError('ha.node: required with mode = "shared-store"')
+        raise ConfigError(f'ha.node: required with mode = "{ha.mode}"')
     if not config.store.url.strip().startswith("postgresql"):
-        raise ConfigError('ha.mode: "shared-store" needs a PostgreSQL store ([store] url = '
+        raise ConfigError(f'ha.mode: "{ha.mode}" needs a PostgreSQL store ([store] url = '
                           f'"postgresql+psycopg://..."), not {config.store.url.split(":", 1)[0]}')
 
 

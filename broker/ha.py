@@ -28,7 +28,7 @@ import time
 from typing import Callable
 from urllib.parse import urlsplit
 
-from .protocol.binding import PropertyDict, int32, symbol
+from .protocol.binding import PropertyDict, symbol
 
 from hermod.store.errors import StoreError
 from hermod.store.lease import Lease, LiveNode
@@ -51,15 +51,7 @@ def safety_margin(lease_s: float) -> float:
     return max(0.5, lease_s / 4)
 
 
-def endpoint(announce: str) -> PropertyDict:
-    """An announce URL as Artemis names a server to AMQP clients: hostname, network-host, port
-    and scheme (the redirect's info map and a `failover-server-list` entry)."""
-    parts = urlsplit(announce)
-    scheme = parts.scheme or "amqp"
-    port = parts.port or (5671 if scheme == "amqps" else 5672)
-    host = parts.hostname or "localhost"
-    return PropertyDict({symbol("hostname"): host, symbol("network-host"): host,
-                         symbol("port"): int32(port), symbol("scheme"): scheme})
+endpoint = conditions.endpoint  # an announce URL as a redirect's info map
 
 
 # -- what the listeners say while this broker is not (or no longer) live ----------------------

@@ -40,3 +40,14 @@ class InvalidField(HermodError):
 
 class ResourceDeleted(HermodError):
     """The queue a consumer was attached to was deleted."""
+
+
+class QueueElsewhere(HermodError):
+    """The queue is owned by another live node of the cluster ([ha] mode = "cluster"): the
+    client is sent there (`amqp:link:redirect`). `announce` is that node's URL."""
+
+    def __init__(self, message: str, node: str, announce: str, address: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.announce = announce
+        self.address = address

@@ -1,7 +1,11 @@
 """The one table from the core's typed errors to AMQP error conditions."""
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import cproton
+
+from .binding import PropertyDict, int32, symbol
 
 from ..core import errors
 from ..core.transactions import TransactionTimedOut
@@ -19,6 +23,7 @@ MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 TRANSFER_LIMIT_EXCEEDED = "amqp:link:transfer-limit-exceeded"
 CONNECTION_FORCED = "amqp:connection:forced"
 TRANSACTION_TIMEOUT = "amqp:transaction:timeout"
+LINK_REDIRECT = "amqp:link:redirect"
 FAILED = "failed"  # Artemis's condition for an anonymous-relay send it cannot route
 
 _BY_ERROR: dict[type, str] = {
@@ -32,6 +37,7 @@ _BY_ERROR: dict[type, str] = {
     errors.InvalidFilter: INVALID_FIELD,
     errors.InvalidField: INVALID_FIELD,
     errors.ResourceDeleted: RESOURCE_DELETED,
+    errors.QueueElsewhere: LINK_REDIRECT,
 }
 
 
@@ -41,6 +47,27 @@ def condition_for(error: BaseException) -> str:
         if name is not None:
             return name
     return INTERNAL_ERROR
+
+
+def info_for(error: BaseException):
+    """The info map of the error's condition, or None: a redirect names where to go, as
+    Artemis does (hostname, network-host, port, scheme, and the address to attach to)."""
+    if not isinstance(error, errors.QueueElsewhere):
+        return None
+    info = endpoint(error.announce)
+    info[symbol("address")] = error.address
+    return info
+
+
+def endpoint(announce: str) -> PropertyDict:
+    """An announce URL as Artemis names a server to AMQP clients: hostname, network-host, port
+    and scheme (a redirect's info map and a `failover-server-list` entry)."""
+    parts = urlsplit(announce)
+    scheme = parts.scheme or "amqp"
+    port = parts.port or (5671 if scheme == "amqps" else 5672)
+    host = parts.hostname or "localhost"
+    return PropertyDict({symbol("hostname"): host, symbol("network-host"): host,
+                         symbol("port"): int32(port), symbol("scheme"): scheme})
 
 
 def relay_condition(error: BaseException) -> str:

@@ -10,6 +10,7 @@ from cproton_ffi import lib
 
 from ..core import errors
 from . import conditions
+from .binding import obj2dat
 from .conditions import set_condition
 from .consumer import ConsumerLink
 from .producer import ProducerLink
@@ -22,9 +23,11 @@ log = logging.getLogger("hermod.link")
 __all__ = ["ConsumerLink", "ProducerLink", "open_link", "refuse", "set_condition"]
 
 
-def refuse(link, name: str, description: str) -> None:
+def refuse(link, name: str, description: str, info=None) -> None:
     """Refuse an attach: a null source/target in the reply, then a detach carrying the error."""
     set_condition(lib.pn_link_condition(link), name, description)
+    if info is not None:  # a redirect's map (conditions.info_for)
+        obj2dat(info, lib.pn_condition_info(lib.pn_link_condition(link)))
     # An unspecified terminus is sent as null: JMS clients take any source as success.
     lib.pn_terminus_set_type(lib.pn_link_source(link), lib.PN_UNSPECIFIED)
     lib.pn_terminus_set_type(lib.pn_link_target(link), lib.PN_UNSPECIFIED)
@@ -42,7 +45,7 @@ def open_link(conn: Connection, link):
             return ProducerLink.attach(conn, link)
     except errors.HermodError as e:
         log.info("refused attach of %s from %s: %s", cproton.pn_link_name(link), conn.peer, e)
-        refuse(link, conditions.condition_for(e), str(e))
+        refuse(link, conditions.condition_for(e), str(e), conditions.info_for(e))
     except RecursionError:  # a field nested deeper than Python's decoder goes (a decode bomb)
         log.info("refused attach of %s from %s: a field nests too deeply", cproton.pn_link_name(link), conn.peer)
         refuse(link, conditions.DECODE_ERROR, "a field of the attach nests too deeply to decode")

@@ -42,3 +42,21 @@ def engines():
     yield make
     for engine in made:
         engine.dispose()
+
+
+@pytest.fixture
+def cluster_nodes(tmp_path):
+    """`cluster_nodes(name, store_url, **kw)`: a cluster node process (not yet waited on)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cluster_testing import ClusterNode
+
+    started = []
+
+    def start(node: str, store_url: str, **kwargs):
+        process = ClusterNode(node, store_url, tmp_path, **kwargs).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()

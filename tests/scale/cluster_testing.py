@@ -1,0 +1,85 @@
+"""Cluster nodes ([ha] mode = "cluster") as real `hermod run` processes on loopback, and the
+AMQP clients the tests drive them with (a consumer that follows `amqp:link:redirect`)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from proton import Message, Timeout
+from proton.utils import BlockingConnection, LinkDetached
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ha"))
+
+from ha_testing import HaNode  # noqa: E402
+
+LEASE_S = 2
+REDIRECT = "amqp:link:redirect"
+
+
+def cluster_config(node: str, store_url: str, lease_s: float = LEASE_S) -> str:
+    return (f'[server]\nport = 0\n[store]\nurl = "{store_url}"\n'
+            f'[ha]\nmode = "cluster"\nnode = "{node}"\nlease_s = {lease_s}\n')
+
+
+class ClusterNode(HaNode):
+    """One `hermod run` of a cluster node; no configured queues (sends create them)."""
+
+    def __init__(self, node: str, store_url: str, tmp: Path, lease_s: float = LEASE_S) -> None:
+        super().__init__(node, store_url, tmp, lease_s)
+        self.config.write_text(cluster_config(node, store_url, lease_s))
+
+
+def send(url: str, address: str, bodies: list[str]) -> list[str]:
+    """Send each durable body, waiting for its outcome; the accepted ones."""
+    connection = BlockingConnection(url, timeout=10)
+    try:
+        sender = connection.create_sender(address)
+        return [body for body in bodies if sender.send(Message(body=body, durable=True))]
+    finally:
+        connection.close()
+
+
+def redirect_of(url: str, address: str) -> tuple[str, dict] | None:
+    """Attach a receiver to `address`: None if the broker took it, else (condition name, info)
+    of the refusal."""
+    connection = BlockingConnection(url, timeout=10)
+    try:
+        connection.create_receiver(address, credit=0)
+        return None
+    except LinkDetached as refused:
+        condition = refused.link.remote_condition
+        return condition.name, {str(k): v for k, v in (condition.info or {}).items()}
+    finally:
+        connection.close()
+
+
+def followed(url: str, address: str) -> str:
+    """Where a consumer of `address` ends up after following redirects (at most two hops)."""
+    for _ in range(3):
+        refusal = redirect_of(url, address)
+        if refusal is None:
+            return url
+        name, info = refusal
+        assert name == REDIRECT, refusal
+        url = f"{info['scheme']}://{info['network-host']}:{int(info['port'])}"
+    raise AssertionError(f"redirected more than twice for {address}")
+
+
+def receive(url: str, address: str, count: int | None = None, idle_s: float = 2,
+            accept: bool = True) -> list[str]:
+    """Receive (and accept) up to `count` bodies, or until nothing comes for `idle_s`."""
+    connection = BlockingConnection(url, timeout=10)
+    bodies: list[str] = []
+    try:
+        receiver = connection.create_receiver(address, credit=100)
+        while count is None or len(bodies) < count:
+            try:
+                message = receiver.receive(timeout=idle_s)
+            except Timeout:
+                break
+            bodies.append(message.body)
+            if accept:
+                receiver.accept()
+    finally:
+        connection.close()
+    return bodies
