@@ -3,7 +3,11 @@ PostgreSQL, each queue owned by one node; consumers of another node's queue are 
 a dead node's queues are taken over by the others."""
 from __future__ import annotations
 
+import threading
+
 import psycopg
+from proton import ConnectionException, Message, Timeout
+from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from cluster_testing import REDIRECT, followed, receive, redirect_of, send
 
@@ -17,8 +21,10 @@ def sql(cluster, database, query, *args):
 
 
 def owners(cluster, database) -> dict[str, str]:
+    """queue -> its live owner's node name."""
     return dict(sql(cluster, database, "SELECT o.queue, n.node FROM queue_owners o"
-                                       " JOIN cluster_nodes n ON n.holder = o.holder"))
+                                       " JOIN cluster_nodes n ON n.holder = o.holder"
+                                       " WHERE n.expires_at > clock_timestamp()"))
 
 
 def test_two_nodes_serve_their_own_queues_and_redirect_consumers(scale_db, cluster_nodes):
@@ -42,3 +48,64 @@ def test_two_nodes_serve_their_own_queues_and_redirect_consumers(scale_db, clust
 def _redirected(url: str, address: str):
     refusal = redirect_of(url, address)
     return refusal if refusal is not None and refusal[0] == REDIRECT else None
+
+
+class _Producer(threading.Thread):
+    """Sends numbered durable messages to `address` until its connection breaks; `accepted`
+    are the ones the broker accepted."""
+
+    def __init__(self, url: str, address: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.address = url, address
+        self.accepted: list[str] = []
+
+    def run(self) -> None:
+        try:
+            connection = BlockingConnection(self.url, timeout=30)
+            sender = connection.create_sender(self.address)
+            for n in range(100_000):
+                body = f"m-{n}"
+                sender.send(Message(body=body, durable=True))
+                self.accepted.append(body)
+        except (ConnectionException, SendException, LinkDetached, Timeout):
+            return  # the node died: what it accepted is known
+
+
+def test_a_killed_nodes_queue_is_taken_over_and_nothing_accepted_is_lost(scale_db, cluster_nodes):
+    cluster, database, url = scale_db
+    a, b, c = (cluster_nodes(n, url) for n in ("node-a", "node-b", "node-c"))
+    a_url, b_url, c_url = a.wait_ready(), b.wait_ready(), c.wait_ready()
+    producer = _Producer(a_url, "orders")
+    producer.start()
+    wait_for(lambda: len(producer.accepted) >= 200, 30, message="200 messages accepted by node-a")
+    acknowledged = receive(a_url, "orders", count=50)
+    assert len(acknowledged) == 50
+    wait_for(lambda: len(producer.accepted) >= 300, 30, message="300 messages accepted by node-a")
+    a.proc.kill()  # SIGKILL mid-traffic
+    a.proc.wait()
+    producer.join(30)
+    accepted = set(producer.accepted)
+
+    new_owner = wait_for(lambda: owners(cluster, database).get("orders") in ("node-b", "node-c")
+                         and owners(cluster, database)["orders"], 30,
+                         message="a survivor owns orders")
+    # a consumer that connected to either survivor ends up on the new owner
+    owner_url = wait_for(lambda: _followed_or_none(b_url, "orders"), 15,
+                         message="node-b sends consumers of orders to its owner")
+    assert owner_url == {"node-b": b_url, "node-c": c_url}[new_owner]
+    assert _followed_or_none(c_url, "orders") == owner_url
+    received = receive(owner_url, "orders", idle_s=3)
+    assert not set(acknowledged) & set(received), "an acknowledged message came back"
+    missing = accepted - set(acknowledged) - set(received)
+    assert not missing, f"{len(missing)} accepted messages lost, e.g. {sorted(missing)[:5]}"
+    assert len(received) == len(set(received))
+
+
+def _followed_or_none(url: str, address: str):
+    """Where a consumer ends up, or None while the node still refuses it (not yet learnt)."""
+    refusal = redirect_of(url, address)
+    if refusal is None:
+        return url
+    if refusal[0] != REDIRECT:
+        return None
+    return followed(url, address)
