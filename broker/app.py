@@ -76,6 +76,7 @@ class Broker:
         self.validate_user_id = config.security.get("validate_user_id", False)
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
         self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
+        self.forwarder = None  # and its broker.cluster_forward.Forwarder (sends to other nodes)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -242,6 +243,8 @@ class Broker:
         return address, rt if rt is not None else found, None
 
     def close(self) -> None:
+        if self.forwarder is not None:
+            self.forwarder.close()
         for bridge in self.bridges:  # before the store: their acknowledgements are finished by it
             bridge.stop()
         if self.audit is not no_audit:

@@ -125,8 +125,10 @@ class Cluster:
 
     def serve(self, broker, loop, announce: str) -> None:
         """The broker is about to serve on `announce`: publish it, start the rounds."""
+        from .cluster_forward import Forwarder
         self._broker = broker
         self._loop = loop
+        broker.forwarder = Forwarder(broker, loop, self.membership.node, lambda: self.remote)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)

@@ -305,6 +305,9 @@ class ProducerLink:
             return
         if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
             return
+        if txn is None and self.broker.forwarder is not None and self.broker.forwarder.remote_part(plan):
+            self.broker.forwarder.forward(plan, self._completion(None if presettled else d))  # [ha] cluster
+            return lib.pn_delivery_settle(d) if presettled else None
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return

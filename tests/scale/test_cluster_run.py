@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 
 import psycopg
-from proton import ConnectionException, Message, Timeout
+import pytest
+from proton import ConnectionException, Disposition, Message, Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from cluster_testing import REDIRECT, followed, receive, redirect_of, send
@@ -109,3 +110,37 @@ def _followed_or_none(url: str, address: str):
     if refusal[0] != REDIRECT:
         return None
     return followed(url, address)
+
+
+def test_a_send_to_another_nodes_queue_is_forwarded_and_accepted_once_stored_there(
+        scale_db, cluster_nodes):
+    cluster, database, url = scale_db
+    a, b = cluster_nodes("node-a", url), cluster_nodes("node-b", url)
+    a_url, b_url = a.wait_ready(), b.wait_ready()
+    assert send(a_url, "qa", ["a1"]) == ["a1"]
+    wait_for(lambda: _redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
+    assert send(b_url, "qa", ["via-b-1", "via-b-2"]) == ["via-b-1", "via-b-2"]
+    # stored by node-a, in its queue: node-b stored nothing of them
+    assert owners(cluster, database) == {"qa": "node-a"}
+    assert receive(a_url, "qa") == ["a1", "via-b-1", "via-b-2"]
+
+
+def test_a_send_for_an_unreachable_owner_is_refused_never_accepted(scale_db, cluster_nodes):
+    cluster, database, url = scale_db
+    a = cluster_nodes("node-a", url, lease_s=30)  # still the owner while it is gone
+    b = cluster_nodes("node-b", url, lease_s=30)
+    a_url, b_url = a.wait_ready(), b.wait_ready()
+    assert send(a_url, "qa", ["a1"]) == ["a1"]
+    wait_for(lambda: _redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
+    a.proc.kill()
+    a.proc.wait()
+    connection = BlockingConnection(b_url, timeout=30)
+    try:
+        sender = connection.create_sender("qa")
+        with pytest.raises(SendException) as refused:
+            sender.send(Message(body="lost?", durable=True))
+        assert refused.value.state == Disposition.REJECTED
+    finally:
+        connection.close()
+    bodies = [row[0] for row in sql(cluster, database, "SELECT encoded FROM messages")]
+    assert len(bodies) == 1 and b"lost?" not in bytes(bodies[0])

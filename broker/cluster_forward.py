@@ -1,0 +1,152 @@
+"""Sends across cluster nodes ([ha] mode = "cluster"; docs/scale-out.md section 3, option 2).
+
+A message routed on this node to a queue another live node owns is not stored here (this node
+could not commit a reference to that queue: the ownership fence refuses it); it is sent to the
+owner over an internal outgoing AMQP link, to the queue's fully qualified name
+(`address::queue`), and the producer is settled `accepted` only once this node's own part is
+stored (queues it owns, retention, duplicate ids) AND every owner settled its copy `accepted`,
+which the owner does after its own commit. Any other outcome, or an owner that cannot be
+reached, refuses the send (`amqp:internal-error`): it is never accepted stored only in part.
+A copy an owner accepted for a send that is refused anyway (another part failed) stays there;
+the client's resend is then a duplicate (only `_AMQ_DUPL_ID` catches it).
+
+One `PeerLink` (connection + sender link) per owner and target queue, made on first use and
+kept while it works; a link that goes down fails what it had in flight and is made again by
+the next send. Sends wait for the owner's credit in a bounded line (WINDOW).
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Callable
+from urllib.parse import urlsplit
+
+from .protocol import outgoing
+
+log = logging.getLogger("hermod.cluster")
+
+WINDOW = 10_000  # sends waiting for one peer link's credit; more are refused at once
+
+Done = Callable[[BaseException | None], None]
+
+
+class ForwardFailed(Exception):
+    """A copy for another node was not accepted there (mapped to amqp:internal-error)."""
+
+
+class PeerLink:
+    """One outgoing link to `target` on the node at `announce` (the owner of outgoing.py's
+    callbacks)."""
+
+    def __init__(self, forwarder: "Forwarder", announce: str, target: str) -> None:
+        self.forwarder = forwarder
+        self.announce, self.target = announce, target
+        self.waiting: deque[tuple[bytes, Done]] = deque()
+        self.inflight: set[int] = set()
+        self._dones: dict[int, Done] = {}
+        self._tokens = 0
+        parts = urlsplit(announce)
+        broker = forwarder.broker
+        self.connection = outgoing.OutgoingConnection(
+            forwarder.loop, self, parts.hostname or "localhost", parts.port or 5672,
+            ssl_context=None, user=None, password=None,
+            container_id=f"{broker.container_id}-cluster",
+            link_name=f"hermod-cluster-{forwarder.node}-{target}", source=f"$cluster.{forwarder.node}",
+            target=target, idle_timeout_s=broker.config.server.idle_timeout_s)
+        self.connection.start()
+
+    def send(self, data: bytes, done: Done) -> None:
+        if len(self.waiting) >= WINDOW:
+            done(ForwardFailed(f"too many sends waiting for {self.announce}"))
+            return
+        self.waiting.append((data, done))
+        self._flush()
+
+    def _flush(self) -> None:
+        while self.waiting and self.connection.credit > 0:
+            data, done = self.waiting.popleft()
+            self._tokens += 1
+            self._dones[self._tokens] = done
+            self.connection.send(data, self._tokens)
+
+    # -- outgoing.OutgoingConnection's callbacks ---------------------------------------------------
+    def link_up(self) -> None:
+        self._flush()
+
+    def credit_changed(self) -> None:
+        self._flush()
+
+    def outcome(self, token: int, kind: str, failed: bool, undeliverable: bool) -> None:
+        done = self._dones.pop(token, None)
+        if done is not None:
+            done(None if kind == outgoing.ACCEPTED else
+                 ForwardFailed(f"the owner at {self.announce} answered {kind} for {self.target}"))
+
+    def down(self, reason: str) -> None:
+        self.forwarder.forget(self)
+        error = ForwardFailed(f"the owner of {self.target} at {self.announce}: {reason}")
+        dones = list(self._dones.values()) + [done for _, done in self.waiting]
+        self._dones.clear()
+        self.waiting.clear()
+        for done in dones:
+            done(error)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class Forwarder:
+    """Splits a routing plan into this node's part and the owners' parts (see the module
+    docstring)."""
+
+    def __init__(self, broker, loop, node: str, remote: Callable[[], dict]) -> None:
+        self.broker, self.loop, self.node = broker, loop, node
+        self._remote = remote  # queue -> (node, announce), the cluster's routing cache
+        self._links: dict[tuple[str, str], PeerLink] = {}
+
+    def remote_part(self, plan) -> bool:
+        """Does the plan put the message on a queue another node owns?"""
+        remote = self._remote()
+        return bool(remote) and any(q.name in remote for _, queues in plan for q in queues)
+
+    def forward(self, plan, done: Done) -> None:
+        remote = self._remote()
+        local_plan, copies = [], []
+        for message, queues in plan:
+            mine = []
+            for q in queues:
+                owner = remote.get(q.name)
+                if owner is None or not owner[1]:
+                    mine.append(q)  # not another's (or no announce yet: the fence decides)
+                else:
+                    copies.append((owner[1], f"{q.address.name}::{q.name}", message.encoded))
+            local_plan.append((message, mine))
+        pending = [1 + len(copies)]
+        errors: list[BaseException] = []
+
+        def one_done(error: BaseException | None) -> None:
+            if error is not None:
+                errors.append(error)
+            pending[0] -= 1
+            if pending[0] == 0:
+                done(errors[0] if errors else None)
+
+        for announce, target, data in copies:
+            self._link(announce, target).send(data, one_done)
+        self.broker.postoffice.post(local_plan, one_done)
+
+    def _link(self, announce: str, target: str) -> PeerLink:
+        key = (announce, target)
+        link = self._links.get(key)
+        if link is None:
+            link = self._links[key] = PeerLink(self, announce, target)
+        return link
+
+    def forget(self, link: PeerLink) -> None:
+        if self._links.get((link.announce, link.target)) is link:
+            del self._links[(link.announce, link.target)]
+
+    def close(self) -> None:
+        for link in list(self._links.values()):
+            link.close()
+        self._links.clear()
