@@ -3,6 +3,7 @@ PostgreSQL, each queue owned by one node; consumers of another node's queue are 
 a dead node's queues are taken over by the others."""
 from __future__ import annotations
 
+import signal
 import threading
 
 import psycopg
@@ -144,3 +145,17 @@ def test_a_send_for_an_unreachable_owner_is_refused_never_accepted(scale_db, clu
         connection.close()
     bodies = [row[0] for row in sql(cluster, database, "SELECT encoded FROM messages")]
     assert len(bodies) == 1 and b"lost?" not in bytes(bodies[0])
+
+
+def test_a_paused_node_stops_serving_once_woken_after_losing_its_queues(scale_db, cluster_nodes):
+    cluster, database, url = scale_db
+    a, b = cluster_nodes("node-a", url), cluster_nodes("node-b", url)
+    a_url, b_url = a.wait_ready(), b.wait_ready()
+    assert send(a_url, "qa", ["p1", "p2", "p3"]) == ["p1", "p2", "p3"]
+    a.signal(signal.SIGSTOP)
+    wait_for(lambda: owners(cluster, database).get("qa") == "node-b", 30,
+             message="node-b took qa over from the paused node-a")
+    a.signal(signal.SIGCONT)
+    assert a.proc.wait(timeout=30) == 1
+    assert "stopped serving" in "".join(a.stderr)
+    assert receive(b_url, "qa") == ["p1", "p2", "p3"]
