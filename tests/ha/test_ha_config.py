@@ -18,19 +18,22 @@ def run(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.parametrize("mode", ["shared-store", "cluster"])
 @pytest.mark.parametrize("store", ["sqlite:///x.db", "memory"])
-def test_shared_store_on_anything_but_postgresql_is_a_one_line_config_error(tmp_path, store):
-    result = run(tmp_path, f'[store]\nurl = "{store}"\n[ha]\nmode = "shared-store"\nnode = "a"\n')
+def test_shared_store_on_anything_but_postgresql_is_a_one_line_config_error(tmp_path, store, mode):
+    result = run(tmp_path, f'[store]\nurl = "{store}"\n[ha]\nmode = "{mode}"\nnode = "a"\n')
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
-    assert 'ha.mode: "shared-store" needs a PostgreSQL store' in result.stderr
+    assert f'ha.mode: "{mode}" needs a PostgreSQL store' in result.stderr
     assert result.stdout == ""
 
 
-def test_shared_store_with_the_store_from_the_command_line_is_checked_too(tmp_path):
-    result = run(tmp_path, '[ha]\nmode = "shared-store"\nnode = "a"\n', "--store", "sqlite:///y.db")
+@pytest.mark.parametrize("mode", ["shared-store", "cluster"])
+def test_shared_store_with_the_store_from_the_command_line_is_checked_too(tmp_path, mode):
+    result = run(tmp_path, f'[ha]\nmode = "{mode}"\nnode = "a"\n', "--store", "sqlite:///y.db")
     assert result.returncode == 2
-    assert 'needs a PostgreSQL store' in result.stderr and result.stderr.count("\n") == 1
+    assert f'ha.mode: "{mode}" needs a PostgreSQL store' in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
 
 
 @pytest.mark.parametrize("table, message", [

@@ -1,5 +1,6 @@
 """[ha] mode = "cluster" in the configuration: one line on stderr and exit 2 for what cannot
-work, and two processes with one node name refuse each other."""
+work (a store other than PostgreSQL: tests/ha/test_ha_config.py, for both modes), and two
+processes with one node name refuse each other."""
 from __future__ import annotations
 
 import subprocess
@@ -10,28 +11,12 @@ import pytest
 from hermod.broker import config
 
 
-def run(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
+def run(tmp_path, text: str) -> subprocess.CompletedProcess:
     path = tmp_path / "hermod.toml"
     path.write_text(text)
     return subprocess.run([sys.executable, "-m", "hermod.broker", "run", "--config", str(path),
-                           "--port", "0", "--http-port", "-1", *args],
+                           "--port", "0", "--http-port", "-1"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
-
-
-@pytest.mark.parametrize("store", ["sqlite:///x.db", "memory"])
-def test_cluster_on_anything_but_postgresql_is_a_one_line_config_error(tmp_path, store):
-    result = run(tmp_path, f'[store]\nurl = "{store}"\n[ha]\nmode = "cluster"\nnode = "a"\n')
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert 'ha.mode: "cluster" needs a PostgreSQL store' in result.stderr
-    assert result.stdout == ""
-
-
-def test_cluster_with_the_store_from_the_command_line_is_checked_too(tmp_path):
-    result = run(tmp_path, '[ha]\nmode = "cluster"\nnode = "a"\n', "--store", "sqlite:///y.db")
-    assert result.returncode == 2
-    assert 'ha.mode: "cluster" needs a PostgreSQL store' in result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
 
 
 @pytest.mark.parametrize("table, message", [
