@@ -487,6 +487,7 @@ class Connection:
         write = self.socket.write
         hold = self.store_hold
         wrote = hold.holding and hold.release(write)
+        tap = None if self.frame_tap.output_passes() else self.frame_tap.outgoing
         while True:
             pending = lib.pn_transport_pending(t)
             if pending < 0:
@@ -502,7 +503,8 @@ class Connection:
             n = lib.pn_transport_peek(t, out, min(pending, size))
             if n < 0:
                 break
-            wrote = hold.write(self.frame_tap.outgoing(ffi.buffer(out, n)[:]), write) or wrote
+            data = ffi.buffer(out, n)[:]
+            wrote = hold.write(data if tap is None else tap(data), write) or wrote
             lib.pn_transport_pop(t, n)
         if wrote and self._keepalive_s:
             self._last_write = self.server.loop.time()
