@@ -384,14 +384,19 @@ def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]
                 reparse = True
             except DecodeError:
                 pass  # properties that do not decode are passed on as they came (see Envelope)
-    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
-    entries += [_encoded_key(k) + encode(v) for k, v in extra.items()]
+    original = env.annotations
+    if env.annotations_at >= 0 and (original is None or any(k not in extra and k not in drop for k in original)):
+        entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
+    else:  # nothing of the original's kept (none, or all replaced or dropped): no need to read them
+        entries = []
+    entries += [_encoded_entry(k, v) for k, v in extra.items()]
     section = _annotations_section(entries)
     out = header + section + bare
     if reparse:
         return out, Envelope(out)
-    annotations = {k: v for k, v in (env.annotations or {}).items() if k not in extra and k not in drop}
-    annotations.update({Symbol(k): v for k, v in extra.items()})
+    annotations = {k: v for k, v in original.items() if k not in extra and k not in drop} if original else {}
+    for k, v in extra.items():
+        annotations[_symbol_key(k)] = v
     return out, env.shifted(len(header), annotations or None, len(header) if section else -1,
                             len(header) + len(section))
 
@@ -426,6 +431,37 @@ def _annotations_section(entries: list[bytes]) -> bytes:
 
 
 _KEYS: dict[str, bytes] = {}
+_SYMBOL_KEYS: dict[str, Symbol] = {}
+# Encoded key + string value of the annotations the broker writes again and again on copies
+# (x-opt-ORIG-ADDRESS, x-opt-ORIG-QUEUE: a few addresses and divert names): encoding them each
+# time was a third of a divert copy's cost (benchmarks/fanout.py). Emptied when full.
+_ENTRIES: dict[tuple[str, str], bytes] = {}
+MAX_CACHED_ENTRIES = 1024
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _encoded_entry(key: str, value) -> bytes:
+    """`key` as a symbol and `value` encoded, as `encode` would (a Python int as a long)."""
+    kind = type(value)
+    if kind is str:
+        entry = _ENTRIES.get((key, value))
+        if entry is None:
+            if len(_ENTRIES) >= MAX_CACHED_ENTRIES:
+                _ENTRIES.clear()
+            entry = _ENTRIES[(key, value)] = _encoded_key(key) + encode(value)
+        return entry
+    if kind is int and _LONG_MIN <= value <= _LONG_MAX:
+        return _encoded_key(key) + b"\x81" + value.to_bytes(8, "big", signed=True)
+    return _encoded_key(key) + encode(value)
+
+
+def _symbol_key(key: str) -> Symbol:
+    symbol = _SYMBOL_KEYS.get(key)
+    if symbol is None:
+        symbol = Symbol(key)
+        if len(_SYMBOL_KEYS) < 1000:  # as _KEYS
+            _SYMBOL_KEYS[key] = symbol
+    return symbol
 
 
 def _encoded_key(key: str) -> bytes:

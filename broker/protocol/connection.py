@@ -28,6 +28,7 @@ from .recovery import FrameTap
 from .conditions import set_condition
 from .links import open_link, refuse
 from .sasl import open_gate
+from .storehold import StoreHold
 from .transport_input import push_input
 
 if TYPE_CHECKING:
@@ -95,9 +96,9 @@ class Connection:
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn
-        # Client settlements (acknowledgements) on their way to the store: while any is, the
-        # connection neither reads nor writes, so no answer leaves before they are stored.
-        self.store_holds = 0
+        # Client settlements (acknowledgements) on their way to the store, and the output taken
+        # after each was read: held until it is stored (protocol/storehold.py).
+        self.store_hold = StoreHold()
         self._last_tick = 0
         self._tick_handle = None
         self._tick_deadline = 0
@@ -200,11 +201,11 @@ class Connection:
             handler.set_blocked(blocked)
 
     def _update_reading(self) -> None:
-        """Read from the client only while its output drains and none of its settlements is
-        being stored (two independent reasons to stop; either may end first)."""
+        """Read from the client only while its output drains and the output held behind its
+        settlements being stored is within OUTPUT_BUDGET (two independent reasons to stop)."""
         if self.closed:
             return
-        if self.writing_paused or self.store_holds:
+        if self.writing_paused or self.store_hold.over_budget:
             self.socket.pause_reading()
         else:
             self.socket.resume_reading()
@@ -467,30 +468,31 @@ class Connection:
         self._detach_links(lambda link: True, session_end=True)
         self._close_with(conditions.CONNECTION_FORCED, "broker shutting down")
 
-    def hold_for_store(self) -> None:
-        """A settlement of this client is being stored: hold output, stop reading."""
-        self.store_holds += 1
-        if self.store_holds == 1:
-            self._update_reading()
+    def hold_for_store(self) -> int:
+        """A settlement of this client just read is being stored: output taken from now on
+        waits for it. Its epoch, for `release_store_hold`."""
+        return self.store_hold.begin()
 
-    def release_store_hold(self) -> None:
-        self.store_holds -= 1
-        if self.store_holds == 0 and not self.closed:
-            self._update_reading()
-            self.server.mark(self)
+    def release_store_hold(self, epoch: int) -> None:
+        if self.store_hold.end(epoch) and not self.closed and self.store_hold.holding:
+            self.server.mark(self)  # the flush writes what no longer waits
 
     # -- output ------------------------------------------------------------------------------
     def flush(self) -> None:
-        """Write all the transport's pending output, and re-arm the idle-timeout tick. Held
-        while settlements of this client are being stored (`hold_for_store`)."""
-        if self.closed or self.store_holds:
+        """Write all the transport's pending output, and re-arm the idle-timeout tick. Output
+        taken after a settlement of this client was read waits until it is stored (StoreHold)."""
+        if self.closed:
             return
         t = self.transport
         write = self.socket.write
-        wrote = False
+        hold = self.store_hold
+        wrote = hold.holding and hold.release(write)
+        tap = None if self.frame_tap.output_passes() else self.frame_tap.outgoing
         while True:
             pending = lib.pn_transport_pending(t)
             if pending < 0:
+                if hold.holding:
+                    break  # the close goes once what it answers is stored
                 # Output side done: everything is written.
                 self.socket.close()
                 self.closed = True
@@ -501,25 +503,28 @@ class Connection:
             n = lib.pn_transport_peek(t, out, min(pending, size))
             if n < 0:
                 break
-            write(self.frame_tap.outgoing(ffi.buffer(out, n)[:]))
+            data = ffi.buffer(out, n)[:]
+            wrote = hold.write(data if tap is None else tap(data), write) or wrote
             lib.pn_transport_pop(t, n)
-            wrote = True
         if wrote and self._keepalive_s:
             self._last_write = self.server.loop.time()
-        if self.out_room != OUTPUT_BUDGET:
+        if self.out_room != OUTPUT_BUDGET or hold.held_bytes:
             self._recount_output()
+        if hold.crossed(OUTPUT_BUDGET):
+            self._update_reading()
         self._arm_tick()
 
     def _recount_output(self) -> None:
         """After a flush, what is still in Proton is what the peer's session window holds back
-        (pn_session_outgoing_bytes); the rest is in the socket, which pauses writing itself.
-        Below the mark, and with the socket not paused, the consumers carry on."""
+        (pn_session_outgoing_bytes) and what waits for settlements to be stored; the rest is in
+        the socket, which pauses writing itself. Below the mark, and with the socket not
+        paused, the consumers carry on."""
         held = 0
         s = lib.pn_session_head(self.conn, 0)
         while s != ffi.NULL:
             held += lib.pn_session_outgoing_bytes(s)
             s = lib.pn_session_next(s, 0)
-        self.out_room = OUTPUT_BUDGET - held
+        self.out_room = OUTPUT_BUDGET - held - self.store_hold.held_bytes
         if self.output_full and self.out_room >= 0:
             self.output_full = False
             if not self.writing_paused:

@@ -391,9 +391,9 @@ class ConsumerLink:
         """Apply a client's acknowledgement (or rejection) and, while the store commits it,
         hold the connection's answers: nothing the broker says after the client settled may
         reach it before the settlement is stored (contract, "Delivery guarantees"): not the
-        answer to a close, not a later round trip."""
+        answer to a close, not a later round trip. The connection keeps reading meanwhile."""
         conn = self.conn
-        state = [False, False]  # completed, holding
+        state = [False, 0]  # completed, the hold's epoch (0: none)
 
         def done(error: BaseException | None) -> None:
             state[0] = True
@@ -401,12 +401,11 @@ class ConsumerLink:
                 settle(error)
             finally:
                 if state[1]:
-                    conn.release_store_hold()
+                    conn.release_store_hold(state[1])
 
         outcome(ref, done)
         if not state[0]:  # on its way to the store
-            state[1] = True
-            conn.hold_for_store()
+            state[1] = conn.hold_for_store()
 
     def _settler(self, d, ref, acked: bool):
         self.committing.add(d)

@@ -16,14 +16,14 @@ import threading
 
 import pytest
 from proton import Message
-from proton.reactor import DurableSubscription
+from proton.reactor import AtMostOnce, DurableSubscription
 from sqlalchemy import text
 
 from durable_clients import (AckingConsumer, AsyncProducer, StoreView, body_of, queue_stats,
                              receive_exactly, require_postgresql, send_durable, sqlite_path,
                              wait_until)
 from pgcluster import PgCluster, free_port
-from wire_helpers import connect, topic
+from wire_helpers import connect, sync, topic
 
 OUTAGE_WARNING = "unreachable"
 
@@ -215,6 +215,63 @@ def test_acknowledgement_that_could_not_be_stored_is_not_confirmed(
     still_there = [body_of(m) for m in receive_exactly(broker.url, "fault.unacked", 2)]
     assert still_there == ["a0", "a1"]  # the acks were never stored ...
     assert confirmed == []  # ... so the broker must not have confirmed them
+
+
+READING_CONFIG = """
+[[address]]
+name = "fault.reading"
+routing = ["anycast"]
+
+[[address.queue]]
+name = "fault.reading"
+routing = "anycast"
+durable = true
+
+[[address]]
+name = "fault.side"
+routing = ["anycast"]
+
+[[address.queue]]
+name = "fault.side"
+routing = "anycast"
+durable = false
+"""
+
+
+def test_connection_keeps_reading_while_its_acknowledgement_is_being_stored(outage_cluster, start_broker):
+    """An acknowledgement waiting for the store holds back the broker's answers on that
+    connection (contract), not the connection itself: a transfer the same client sends after
+    it (to a non-durable queue, which needs no store) is read and routed during the outage.
+    The acknowledgement is stored once the server is back: gone after a SIGKILL."""
+    store_url = outage_cluster.create_database("reading_outage")
+    broker = start_broker(store=store_url, config=READING_CONFIG)
+    send_durable(broker.url, "fault.reading", [durable("m0"), durable("m1")])
+
+    client = connect(broker.url)
+    receiver = client.create_receiver("fault.reading", credit=1)
+    side = client.create_sender("fault.side", options=AtMostOnce())
+    assert body_of(receiver.receive(timeout=15)) == "m0"
+    outage_cluster.stop()
+
+    def pumped(condition):
+        def check() -> bool:
+            client.container.timeout = 0.05  # one bounded pass of the client's IO
+            client.container.process()
+            return condition()
+        return check
+
+    receiver.accept()  # its unit waits for the store: the broker warns once it tried to commit it
+    wait_until(pumped(lambda: outage_reported(broker)), "the broker's store-outage warning")
+    side.link.send(Message(body="after the ack"))  # pre-settled: nothing to wait for
+    wait_until(pumped(lambda: queue_stats(broker.url)["fault.side"]["messages"] == 1),
+               "the transfer sent after the acknowledgement to be routed")
+
+    outage_cluster.start()
+    sync(client)  # answered only once the acknowledgement is stored
+    client.close()
+    broker.kill()
+    broker = start_broker(store=store_url, config=READING_CONFIG)
+    assert [body_of(m) for m in receive_exactly(broker.url, "fault.reading", 1)] == ["m1"]
 
 
 # -- a store that cannot be used at start ------------------------------------------------------
