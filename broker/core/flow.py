@@ -27,7 +27,7 @@ import os
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from .postoffice import PostOffice
+    from .ports import FlowHost
 
 PAGE, BLOCK, FAIL, DROP = "page", "block", "fail", "drop"
 RESUME_AT = 0.9  # blocked producers resume below this share of a limit
@@ -51,9 +51,9 @@ def default_memory_limit() -> int:
 
 
 class FlowControl:
-    def __init__(self, postoffice: PostOffice, memory_limit: int | None = None,
+    def __init__(self, host: FlowHost, memory_limit: int | None = None,
                  journal_budget: int = JOURNAL_BUDGET_UNITS):
-        self.postoffice = postoffice
+        self.host = host  # the post office, seen through what flow control needs of it
         self.memory_limit = memory_limit if memory_limit is not None else default_memory_limit()
         self.journal_budget = journal_budget
         self.pending_bytes = 0  # messages in journal units not committed yet
@@ -63,7 +63,7 @@ class FlowControl:
 
     def verdict(self, address_name: str | None) -> str | None:
         """What to do with a new message for `address_name` now: None (go ahead), or a policy."""
-        po = self.postoffice
+        po = self.host
         if address_name is not None:
             address = po.addresses.get(address_name)
             if address is not None and 0 <= address.limit <= address.size:
@@ -104,7 +104,7 @@ class FlowControl:
         """Messages left memory: wake blocked producers (once per reactor turn)."""
         if self._waiting and not self._wake_scheduled:
             self._wake_scheduled = True
-            self.postoffice.defer(self._wake)
+            self.host.defer(self._wake)
 
     def _wake(self) -> None:
         self._wake_scheduled = False
@@ -116,8 +116,8 @@ class FlowControl:
         """Does a new message for `queue` go to the store only (page policy)?"""
         if queue.paged:
             return True  # keep order: once paging, a queue pages until it has read everything back
-        if not queue.stores and self.postoffice.spool is None:
+        if not queue.stores and self.host.spool is None:
             return False
         address = queue.address
-        settings = self.postoffice.settings_for(address.name)
+        settings = self.host.settings_for(address.name)
         return (settings.address_full_policy == PAGE and 0 <= settings.max_size_bytes <= address.size)

@@ -550,9 +550,13 @@ class PostOffice:
             ops.append(ports.RememberDuplicateId(message.address, duplicate_id, self.duplicates.size))
         return False
 
+    def retains(self, address_name: str) -> bool:
+        """Are messages sent to this address retained (retention_days > 0, a durable store)?"""
+        address = self.addresses.get(address_name)
+        return address is not None and address.retains
+
     def _retain(self, message: Message, ops: list) -> None:
-        address = self.addresses.get(message.address)
-        if address is not None and address.retains:
+        if self.retains(message.address):
             if not message.id:
                 message.id = self.next_message_id()
             ops.append(ports.RetainMessage(self.message_record(message)))

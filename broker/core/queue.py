@@ -29,7 +29,6 @@ from .message import ANYCAST, Message
 
 if TYPE_CHECKING:
     from .address import Address
-    from .postoffice import PostOffice
 
 Done = Callable[[BaseException | None], None]
 log = logging.getLogger("hermod.core")
@@ -49,18 +48,18 @@ def _take_nothing(message: Message) -> bool:
 
 
 class Queue:
-    def __init__(self, postoffice: PostOffice, name: str, address: Address, routing_type: str = ANYCAST, *,
+    def __init__(self, host: ports.QueueHost, name: str, address: Address, routing_type: str = ANYCAST, *,
                  durable: bool = True, filter=None, filter_text: str | None = None,
                  max_consumers: int = -1, exclusive: bool = False, last_value_key: str | None = None,
                  auto_created: bool = False, purpose: str = "configured", temporary: bool = False,
                  extra: dict | None = None):
-        self.postoffice = postoffice
+        self.host = host  # the post office, seen through what a queue needs of it
         self.name = name
         self.address = address
         self.routing_type = routing_type
         self.durable = durable and not temporary
         # Its durable messages go to the store (a durable queue, and a store that persists).
-        self.stores = self.durable and postoffice.journal.durable
+        self.stores = self.durable and host.journal.durable
         self.filter = filter  # compiled predicate over a Message, or None
         self.filter_text = filter_text
         self.max_consumers = max_consumers
@@ -104,6 +103,11 @@ class Queue:
         self.lingering = False  # no consumer, kept for its terminus expiry (core.lingering)
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []
+
+    @property
+    def postoffice(self) -> ports.QueueHost:
+        """The host under its old name: the protocol adapter and bridges ask it to schedule."""
+        return self.host
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -155,22 +159,22 @@ class Queue:
             self._groups_seen = True
             self._plain = False
         due = message.scheduled_time
-        if due and due > self.postoffice.clock.now_ms():
+        if due and due > self.host.clock.now_ms():
             self.scheduled.add(due, ref)
             self._arm_timer()
             return
         self.backlog.append(ref)
         if self.consumers:
-            self.postoffice.schedule(self)
+            self.host.schedule(self)
 
     def page_out(self, ref: Ref) -> None:
         """Page policy: the ref is in the store (or the spool) only; read back when the window
         drains. Raises OSError when the spool cannot keep it (nothing changed then)."""
         if not self.stores:
-            po = self.postoffice
-            if po.spool is None:
+            host = self.host
+            if host.spool is None:
                 raise OSError(f"queue {self.name}: no spool to page to")
-            po.spool.append(self.name, ports.StoredReference(po.message_record(ref.message),
+            host.spool.append(self.name, ports.StoredReference(host.message_record(ref.message),
                                                              ref.delivery_count))
         self.added += 1
         if self.paged >= 0:
@@ -183,21 +187,21 @@ class Queue:
         memory limit (it waits for memory to be released)."""
         if self._reading or not self.paged or self.deleted or self.held >= PAGE_WINDOW // 2:
             return
-        po = self.postoffice
-        room = po.flow.memory_limit * PAGE_MEMORY_SHARE - po.memory_used
+        host = self.host
+        room = host.flow.memory_limit * PAGE_MEMORY_SHARE - host.memory_used
         if room <= 0:
-            po.flow.wait(self, self._page_in)  # called again once messages leave memory
+            host.flow.wait(self, self._page_in)  # called again once messages leave memory
             return
         limit = PAGE_WINDOW - self.held
         if self.held:  # by the size of what is in memory, as many as fit in the room left
-            limit = max(1, min(limit, int(room // (self.size / self.held + po.ref_overhead))))
+            limit = max(1, min(limit, int(room // (self.size / self.held + host.ref_overhead))))
         self._reading = True
         if self.stores:
-            po.journal.read_page(self.name, self._cursor, limit,
+            host.journal.read_page(self.name, self._cursor, limit,
                                  lambda stored: self._paged_in(stored, limit))
             return
         try:
-            stored = [] if po.spool is None else po.spool.read(self.name, limit)
+            stored = [] if host.spool is None else host.spool.read(self.name, limit)
         except OSError as error:
             self._paged_in(error)
             return
@@ -209,8 +213,8 @@ class Queue:
                                           PAGE_RETRY_MS[1])
         log.error("queue %s: paging in failed (%s); trying again in %.1f s", self.name, error,
                   delay / 1000)
-        po = self.postoffice
-        po.call_at(po.clock.now_ms() + delay, self._page_in)
+        host = self.host
+        host.call_at(host.clock.now_ms() + delay, self._page_in)
 
     def _paged_in(self, stored: list | BaseException, limit: int | None = None) -> None:
         self._reading = False
@@ -223,7 +227,7 @@ class Queue:
         if not stored:
             self.paged = 0  # nothing more in the store
             return
-        make = self.postoffice.message_from_record
+        make = self.host.message_from_record
         assert make is not None, "PostOffice.recover() sets message_from_record before any paging"
         for s in stored:
             ref = Ref(make(s.message), self, s.delivery_count)
@@ -245,12 +249,12 @@ class Queue:
             return
         self.backlog.restore(refs)
         if self.consumers:
-            self.postoffice.schedule(self)
+            self.host.schedule(self)
 
     def _account(self, size: int, refs: int) -> None:
         self.size += size
         self.held += refs
-        self.postoffice.account(self.address, size, refs)
+        self.host.account(self.address, size, refs)
 
     def _replace_last_value(self, ref: Ref) -> None:
         """Last-value queue: a newer message with the same key replaces a waiting older one."""
@@ -265,7 +269,7 @@ class Queue:
         if old is not None and old.consumer is None and (self.backlog.remove(old) or self.scheduled.remove(old)):
             self._forget(old)
             if old.durable:
-                self.postoffice.journal.submit([ports.DeleteReference(self.name, old.message.id)], None)
+                self.host.journal.submit([ports.DeleteReference(self.name, old.message.id)], None)
 
     def _forget(self, ref: Ref) -> None:
         """The ref has left the queue for good (acknowledged, replaced, moved)."""
@@ -286,13 +290,13 @@ class Queue:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_due = due
-        self._timer = self.postoffice.call_at(due, self._on_timer)
+        self._timer = self.host.call_at(due, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         if self.deleted:
             return
-        due = self.scheduled.pop_due(self.postoffice.clock.now_ms())
+        due = self.scheduled.pop_due(self.host.clock.now_ms())
         if due:
             self.restore(due)
         self._arm_timer()
@@ -305,7 +309,7 @@ class Queue:
         self.consumers.append(consumer)
         self.ever_consumed = True
         if self.lingering:  # resumed within its terminus expiry timeout
-            self.postoffice.lingering.cancel(self)
+            self.host.lingering.cancel(self)
         self._consumers_changed()
 
     def remove_consumer(self, consumer: Consumer, attempted: bool = False) -> None:
@@ -332,7 +336,7 @@ class Queue:
             self._attempts_failed(back)
         else:
             self.restore(back)
-        self.postoffice.queue_idle_check(self)
+        self.host.queue_idle_check(self)
 
     def _consumers_changed(self) -> None:
         consumers = [c for c in self.consumers if not c.browser]
@@ -347,7 +351,7 @@ class Queue:
         if self.selector_aware:
             self._refresh_selector_filter()
         if self.consumers:
-            self.postoffice.schedule(self)
+            self.host.schedule(self)
 
     def _refresh_selector_filter(self) -> None:
         """A selector-aware queue (virtual topics) takes only what one of its consumers'
@@ -358,8 +362,8 @@ class Queue:
             new = [c.selector_text or "TRUE" for c in consumers if (c.selector_text or "TRUE") not in remembered]
             if new:
                 remembered.extend(new)
-                self.postoffice.persist_queue(self)
-            compile_filter = self.postoffice.compile_filter
+                self.host.persist_queue(self)
+            compile_filter = self.host.compile_filter
             assert compile_filter is not None, "a selector cache needs the post office's compile_filter"
             predicates = [None if t == "TRUE" else compile_filter(t) for t in remembered]
         else:
@@ -411,7 +415,7 @@ class Queue:
             try:
                 expiration = ref.message.expiration
                 if expiration:
-                    now = now or self.postoffice.clock.now_ms()
+                    now = now or self.host.clock.now_ms()
                     if expiration <= now:
                         self._expire(ref)
                         continue
@@ -431,7 +435,7 @@ class Queue:
         no ready consumer takes is parked; each consumer looks through the parked ones from
         where it stopped. At most SCAN_BUDGET messages are looked at per pass."""
         backlog = self.backlog
-        now = self.postoffice.clock.now_ms()
+        now = self.host.clock.now_ms()
         candidates = [self._owner] if self._owner is not None else [c for c in self.consumers if not c.browser]
         budget = self._dispatch_parked(candidates, now, SCAN_BUDGET) if backlog.parked.live else SCAN_BUDGET
         while backlog.live and budget > 0 and any(c.credit > 0 and not c.blocked for c in candidates):
@@ -511,14 +515,14 @@ class Queue:
         """Continue dispatch at a later loop turn, letting other connections be served."""
         if self._resume is not None:
             return
-        po = self.postoffice
+        host = self.host
 
         def resume() -> None:
             self._resume = None
             if not self.deleted:
-                po.schedule(self)
+                host.schedule(self)
 
-        self._resume = po.call_at(po.clock.now_ms(), resume)
+        self._resume = host.call_at(host.clock.now_ms(), resume)
 
     def _choose(self, ref: Ref, candidates: list[Consumer]) -> Consumer | None:
         group = ref.message.group_id if self._groups_seen else None
@@ -586,19 +590,17 @@ class Queue:
         self._settle_out(ref)
         self.acked += 1
         self._forget(ref)
-        po = self.postoffice
-        po.delivery_latency.observe_ms(po.clock.now_ms() - ref.message.arrival)
+        host = self.host
+        host.delivery_latency.observe_ms(host.clock.now_ms() - ref.message.arrival)
         ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
-        if po.retaining:
-            sent_to = po.addresses.get(ref.message.address)
-            if sent_to is not None and sent_to.retains:
-                ops.append(ports.RecordAcknowledged(ref.message.id, self.name, po.clock.now_ms()))
+        if host.retaining and host.retains(ref.message.address):
+            ops.append(ports.RecordAcknowledged(ref.message.id, self.name, host.clock.now_ms()))
         if ops:
-            po.journal.submit(ops, done)
+            host.journal.submit(ops, done)
         elif done is not None:
             done(None)
         if self.idle:
-            self.postoffice.queue_idle_check(self)
+            self.host.queue_idle_check(self)
 
     def put_back(self, ref: Ref, acked: bool) -> None:
         """An acknowledgement (or dead-letter move) the store could not commit: the message is
@@ -637,20 +639,20 @@ class Queue:
         one is stored and referenced, the old reference dropped, in one unit. Queue order is
         by id, so it goes back behind the messages waiting (as a message sent again would)."""
         old = ref.message
-        message.id = self.postoffice.next_message_id()
+        message.id = self.host.next_message_id()
         message.hops = old.hops
         self._account(message.size - old.size, 0)
         ref.message = message
         if ref.durable:
-            po = self.postoffice
-            po.journal.submit([ports.AddMessage(po.message_record(message)),
+            host = self.host
+            host.journal.submit([ports.AddMessage(host.message_record(message)),
                                ports.AddReference(self.name, message.id, ref.delivery_count),
                                ports.DeleteReference(self.name, old.id)], None)
 
     def _due_later(self, ref: Ref, not_before: int = 0) -> bool:
         """Schedule `ref` when it is not due yet (its message's delivery time, or `not_before`,
         is later than now); False when it is due now."""
-        now = self.postoffice.clock.now_ms()
+        now = self.host.clock.now_ms()
         due = max(ref.message.scheduled_time, not_before)
         if due <= now:
             return False
@@ -669,24 +671,24 @@ class Queue:
     def _attempts_failed(self, refs: list[Ref]) -> None:
         """Refs back from failed deliveries (counted): dead-lettered at max_delivery_attempts,
         else their count stored and the redelivery delay applied."""
-        po = self.postoffice
-        settings = po.settings_for(self.address.name)
+        host = self.host
+        settings = host.settings_for(self.address.name)
         back: list[Ref] = []
         for ref in refs:
             if 0 < settings.max_delivery_attempts <= ref.delivery_count:
-                po.dead_letter(ref, reason="max-delivery-attempts")
+                host.dead_letter(ref, reason="max-delivery-attempts")
                 continue
             if ref.durable:
-                po.journal.submit([ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
+                host.journal.submit([ports.SetDeliveryCount(self.name, ref.message.id, ref.delivery_count)], None)
             delay = settings.redelivery_delay_ms
-            if not self._due_later(ref, po.clock.now_ms() + delay if delay > 0 else 0):
+            if not self._due_later(ref, host.clock.now_ms() + delay if delay > 0 else 0):
                 back.append(ref)
         self.restore(back)
 
     def reject(self, ref: Ref, done: Done | None = None) -> None:
         """Rejected: straight to the dead-letter address, no retry (Artemis)."""
         self._settle_out(ref)
-        self.postoffice.dead_letter(ref, reason="rejected", done=done)
+        self.host.dead_letter(ref, reason="rejected", done=done)
 
     def take(self, ref: Ref) -> None:
         """Take a ref off the queue for good (dead-lettering, expiry)."""
@@ -696,7 +698,7 @@ class Queue:
 
     def _expire(self, ref: Ref) -> None:
         self.expired += 1
-        self.postoffice.expire(ref)
+        self.host.expire(ref)
 
     def expire_due(self, now: int) -> int:
         """The periodic expiry scan: move every waiting expired message out."""
@@ -723,13 +725,13 @@ class Queue:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.postoffice.account(self.address, -self.size, -self.held)
+        self.host.account(self.address, -self.size, -self.held)
         self.size = 0
         self.held = 0
         self.backlog.clear()
         self.scheduled.clear()
-        if self.paged and not self.stores and self.postoffice.spool is not None:
-            self.postoffice.spool.drop(self.name)
+        if self.paged and not self.stores and self.host.spool is not None:
+            self.host.spool.drop(self.name)
         self.paged = 0
 
 
