@@ -27,6 +27,7 @@ import os
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from .address import Address
     from .ports import FlowHost
 
 PAGE, BLOCK, FAIL, DROP = "page", "block", "fail", "drop"
@@ -56,22 +57,47 @@ class FlowControl:
         self.host = host  # the post office, seen through what flow control needs of it
         self.memory_limit = memory_limit if memory_limit is not None else default_memory_limit()
         self.journal_budget = journal_budget
+        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
+        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
+        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
+        self.ref_overhead = REF_OVERHEAD_BYTES
         self.pending_bytes = 0  # messages in journal units not committed yet
         self.pending_units = 0  # those units
         self._waiting: dict[object, Callable[[], None]] = {}  # blocked producers' resume callbacks
         self._wake_scheduled = False
 
+    # -- accounting ------------------------------------------------------------------------------
+    def account(self, address: Address, delta: int, refs: int = 0) -> None:
+        """Bytes of messages on the queues of `address` (or held for it by a transaction) changed
+        by `delta`, and `refs` messages came (or went); the memory limit also counts each
+        ref's estimated Python overhead (`ref_overhead`). Flow control is the only writer of
+        `address.size` and `memory_used`."""
+        address.size += delta
+        self.memory_used += delta + refs * self.ref_overhead
+        if delta < 0:
+            self.released()
+
+    @staticmethod
+    def full(address: Address) -> bool:
+        """Does `address` hold its `max_size_bytes` or more (its policy applies to new messages)?"""
+        return 0 <= address.limit <= address.size
+
+    def room(self, share: float = 1.0) -> float:
+        """Bytes left under `share` of the memory limit (negative when over it)."""
+        return self.memory_limit * share - self.memory_used
+
+    # -- decisions -------------------------------------------------------------------------------
     def verdict(self, address_name: str | None) -> str | None:
         """What to do with a new message for `address_name` now: None (go ahead), or a policy."""
         po = self.host
         if address_name is not None:
             address = po.addresses.get(address_name)
-            if address is not None and 0 <= address.limit <= address.size:
+            if address is not None and self.full(address):
                 policy = po.settings_for(address_name).address_full_policy
                 if policy == PAGE and not po.journal.durable and po.spool is None:
                     return BLOCK
                 return policy
-        if po.memory_used + self.pending_bytes >= self.memory_limit:
+        if self.memory_used + self.pending_bytes >= self.memory_limit:
             return BLOCK
         return None
 

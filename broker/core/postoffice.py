@@ -17,7 +17,7 @@ from .address import Address
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
 from . import moves
-from .flow import DROP, FAIL, REF_OVERHEAD_BYTES, FlowControl
+from .flow import DROP, FAIL, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -65,10 +65,6 @@ class PostOffice:
             self.timers = NoTimers()
             call_at = self.timers.call_at
         self.call_at = call_at
-        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
-        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
-        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
-        self.ref_overhead = REF_OVERHEAD_BYTES
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
@@ -431,7 +427,7 @@ class PostOffice:
                     if q.stores:
                         return False
             for q in queues:
-                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size):
+                if q.paged or (q.address.pages and self.flow.full(q.address)):
                     return False
         for message, queues in plan:
             if queues:
@@ -464,8 +460,7 @@ class PostOffice:
             refs.extend(mine)
             for r in mine:
                 q = r.queue
-                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size
-                               and self.flow.pages(q)):
+                if q.paged or (q.address.pages and self.flow.full(q.address) and self.flow.pages(q)):
                     r.paged = True  # the store (or the spool) holds it; memory only a count
                     r.durable = q.stores
             durable = [r for r in mine if r.durable]
@@ -568,15 +563,7 @@ class PostOffice:
             expiration=message.expiration, scheduled_time=message.scheduled_time,
             arrival=message.arrival)
 
-    # -- accounting, dead letters, expiry ------------------------------------------------------------
-    def account(self, address: Address, delta: int, refs: int = 0) -> None:
-        """Bytes of messages on the queues of `address` (flow control); the memory limit also
-        counts each ref's estimated Python overhead (`ref_overhead`)."""
-        address.size += delta
-        self.memory_used += delta + refs * self.ref_overhead
-        if delta < 0:
-            self.flow.released()
-
+    # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
         """Move a message to its queue's dead-letter address (see moves.py)."""
         moves.dead_letter(self, ref, reason, done)

@@ -188,13 +188,14 @@ class Queue:
         if self._reading or not self.paged or self.deleted or self.held >= PAGE_WINDOW // 2:
             return
         host = self.host
-        room = host.flow.memory_limit * PAGE_MEMORY_SHARE - host.memory_used
+        flow = host.flow
+        room = flow.room(PAGE_MEMORY_SHARE)
         if room <= 0:
-            host.flow.wait(self, self._page_in)  # called again once messages leave memory
+            flow.wait(self, self._page_in)  # called again once messages leave memory
             return
         limit = PAGE_WINDOW - self.held
         if self.held:  # by the size of what is in memory, as many as fit in the room left
-            limit = max(1, min(limit, int(room // (self.size / self.held + host.ref_overhead))))
+            limit = max(1, min(limit, int(room // (self.size / self.held + flow.ref_overhead))))
         self._reading = True
         if self.stores:
             host.journal.read_page(self.name, self._cursor, limit,
@@ -254,7 +255,7 @@ class Queue:
     def _account(self, size: int, refs: int) -> None:
         self.size += size
         self.held += refs
-        self.host.account(self.address, size, refs)
+        self.host.flow.account(self.address, size, refs)
 
     def _replace_last_value(self, ref: Ref) -> None:
         """Last-value queue: a newer message with the same key replaces a waiting older one."""
@@ -725,7 +726,7 @@ class Queue:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.host.account(self.address, -self.size, -self.held)
+        self.host.flow.account(self.address, -self.size, -self.held)
         self.size = 0
         self.held = 0
         self.backlog.clear()
