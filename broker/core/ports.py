@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the core's own types, for the inner ports below (nothing at
     from .queue import Queue
     from .settings import AddressSettings
 
+    Plan = list[tuple[Message, list[Queue]]]  # what `route` decides: (message, its queues)
+
 
 # ---------------------------------------------------------------------------------------------
 # Records: plain data that crosses the core/store boundary.
@@ -287,3 +289,30 @@ class FlowHost(Protocol):
 
     def settings_for(self, address: str) -> AddressSettings: ...
     def defer(self, fn: Callable[[], None]) -> None: ...
+
+
+class CopyHost(Protocol):
+    """What copies of a message into another address (`copies.py`: dead letters, expiry) need
+    from the post office: the settings naming the target, the codec's `annotate`, routing and
+    committing the copy, and auto-creating the target's queue."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def annotate(self) -> Callable[..., Message] | None: ...
+    @property
+    def addresses(self) -> Mapping[str, Address]: ...
+    @property
+    def queues(self) -> Mapping[str, Queue]: ...  # the periodic expiry scan
+
+    def settings_for(self, address: str) -> AddressSettings: ...
+    def next_message_id(self) -> int: ...
+    def create_queue(self, name: str, address_name: str, routing_type: str = ..., *,
+                     durable: bool = True, purpose: str = ...) -> Queue: ...
+    def route(self, message: Message, address_name: str, routing_type: str | None,
+              queue_name: str | None = None) -> Plan: ...
+    def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
+             accepted: bool = True) -> None: ...
+    def queue_idle_check(self, queue: Queue) -> None: ...

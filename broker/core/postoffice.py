@@ -16,7 +16,7 @@ from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
-from . import moves
+from . import copies
 from .flow import DROP, FAIL, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
@@ -565,15 +565,15 @@ class PostOffice:
 
     # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
-        """Move a message to its queue's dead-letter address (see moves.py)."""
-        moves.dead_letter(self, ref, reason, done)
+        """Move a message to its queue's dead-letter address (see copies.py)."""
+        copies.dead_letter(self, ref, reason, done)
 
     def expire(self, ref: Ref) -> None:
-        """Move an expired message to its queue's expiry address (see moves.py)."""
-        moves.expire(self, ref)
+        """Move an expired message to its queue's expiry address (see copies.py)."""
+        copies.expire(self, ref)
 
     def expire_scan(self) -> int:
-        return moves.expire_scan(self)
+        return copies.expire_scan(self)
 
     # -- recovery ---------------------------------------------------------------------------------
     def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message],
