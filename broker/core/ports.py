@@ -291,6 +291,19 @@ class FlowHost(Protocol):
     def defer(self, fn: Callable[[], None]) -> None: ...
 
 
+class LingeringHost(Protocol):
+    """What `Lingering` (terminus expiry countdowns) needs: the time, a timer, the queues by
+    name, and deleting one whose countdown ran out."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def queues(self) -> Mapping[str, Queue]: ...
+
+    def call_at(self, at_ms: int, fn: Callable[[], None]): ...
+    def delete_queue(self, name: str) -> None: ...
+
+
 class CopyHost(Protocol):
     """What copies of a message into another address (`copies.py`: dead letters, expiry) need
     from the post office: the settings naming the target, the codec's `annotate`, routing and
