@@ -27,7 +27,8 @@ import os
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from .postoffice import PostOffice
+    from .address import Address
+    from .ports import FlowHost
 
 PAGE, BLOCK, FAIL, DROP = "page", "block", "fail", "drop"
 RESUME_AT = 0.9  # blocked producers resume below this share of a limit
@@ -51,27 +52,52 @@ def default_memory_limit() -> int:
 
 
 class FlowControl:
-    def __init__(self, postoffice: PostOffice, memory_limit: int | None = None,
+    def __init__(self, host: FlowHost, memory_limit: int | None = None,
                  journal_budget: int = JOURNAL_BUDGET_UNITS):
-        self.postoffice = postoffice
+        self.host = host  # the post office, seen through what flow control needs of it
         self.memory_limit = memory_limit if memory_limit is not None else default_memory_limit()
         self.journal_budget = journal_budget
+        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
+        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
+        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
+        self.ref_overhead = REF_OVERHEAD_BYTES
         self.pending_bytes = 0  # messages in journal units not committed yet
         self.pending_units = 0  # those units
         self._waiting: dict[object, Callable[[], None]] = {}  # blocked producers' resume callbacks
         self._wake_scheduled = False
 
+    # -- accounting ------------------------------------------------------------------------------
+    def account(self, address: Address, delta: int, refs: int = 0) -> None:
+        """Bytes of messages on the queues of `address` (or held for it by a transaction) changed
+        by `delta`, and `refs` messages came (or went); the memory limit also counts each
+        ref's estimated Python overhead (`ref_overhead`). Flow control is the only writer of
+        `address.size` and `memory_used`."""
+        address.size += delta
+        self.memory_used += delta + refs * self.ref_overhead
+        if delta < 0:
+            self.released()
+
+    @staticmethod
+    def full(address: Address) -> bool:
+        """Does `address` hold its `max_size_bytes` or more (its policy applies to new messages)?"""
+        return 0 <= address.limit <= address.size
+
+    def room(self, share: float = 1.0) -> float:
+        """Bytes left under `share` of the memory limit (negative when over it)."""
+        return self.memory_limit * share - self.memory_used
+
+    # -- decisions -------------------------------------------------------------------------------
     def verdict(self, address_name: str | None) -> str | None:
         """What to do with a new message for `address_name` now: None (go ahead), or a policy."""
-        po = self.postoffice
+        po = self.host
         if address_name is not None:
             address = po.addresses.get(address_name)
-            if address is not None and 0 <= address.limit <= address.size:
+            if address is not None and self.full(address):
                 policy = po.settings_for(address_name).address_full_policy
                 if policy == PAGE and not po.journal.durable and po.spool is None:
                     return BLOCK
                 return policy
-        if po.memory_used + self.pending_bytes >= self.memory_limit:
+        if self.memory_used + self.pending_bytes >= self.memory_limit:
             return BLOCK
         return None
 
@@ -104,7 +130,7 @@ class FlowControl:
         """Messages left memory: wake blocked producers (once per reactor turn)."""
         if self._waiting and not self._wake_scheduled:
             self._wake_scheduled = True
-            self.postoffice.defer(self._wake)
+            self.host.defer(self._wake)
 
     def _wake(self) -> None:
         self._wake_scheduled = False
@@ -116,8 +142,8 @@ class FlowControl:
         """Does a new message for `queue` go to the store only (page policy)?"""
         if queue.paged:
             return True  # keep order: once paging, a queue pages until it has read everything back
-        if not queue.stores and self.postoffice.spool is None:
+        if not queue.stores and self.host.spool is None:
             return False
         address = queue.address
-        settings = self.postoffice.settings_for(address.name)
+        settings = self.host.settings_for(address.name)
         return (settings.address_full_policy == PAGE and 0 <= settings.max_size_bytes <= address.size)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import logging
 from typing import TYPE_CHECKING, Callable
 
+from .copies import plan_copy
 from .errors import HermodError
 from .message import ANYCAST, MULTICAST, Message
 
@@ -109,7 +110,6 @@ def route_through(po: PostOffice, message: Message, address, routing_type: str |
 
 def fire(po: PostOffice, f: Forwarder, message: Message, entries: list[Entry], plan: list) -> None:
     """Each matching entry gets a copy routed again to its address (auto-create applies)."""
-    from .moves import plan_copy  # moves needs this module's annotations: import at use
     f.fired += 1
     annotate = po.annotate
     assert annotate is not None, "a post office with forwarders has the codec's annotate"

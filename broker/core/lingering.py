@@ -19,15 +19,15 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .postoffice import PostOffice
+    from .ports import LingeringHost
     from .queue import Queue
 
 log = logging.getLogger("hermod.core")
 
 
 class Lingering:
-    def __init__(self, postoffice: PostOffice):
-        self.postoffice = postoffice
+    def __init__(self, host: LingeringHost):
+        self.host = host  # the post office, seen through what the countdowns need of it
         self._heap: list[tuple[int, int, str]] = []  # (due ms, token, queue name)
         self._tokens: dict[str, int] = {}  # kept queue -> token of its live countdown (0: none yet)
         self._links: dict[tuple[str, str], str] = {}  # (container id, link name) -> kept subscription
@@ -66,7 +66,7 @@ class Lingering:
             return
         token = next(self._next)
         self._tokens[queue.name] = token
-        due = self.postoffice.clock.now_ms() + timeout_ms
+        due = self.host.clock.now_ms() + timeout_ms
         heapq.heappush(self._heap, (due, token, queue.name))
         self._arm(due)
 
@@ -88,17 +88,17 @@ class Lingering:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_due = due
-        self._timer = self.postoffice.call_at(due, self._on_timer)
+        self._timer = self.host.call_at(due, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
-        now = self.postoffice.clock.now_ms()
+        now = self.host.clock.now_ms()
         heap = self._heap
         while heap and heap[0][0] <= now:
             _, token, name = heapq.heappop(heap)
             if self._tokens.get(name) != token:
                 continue  # resumed, or counting down again from a later start
-            queue = self.postoffice.queues.get(name)
+            queue = self.host.queues.get(name)
             if queue is None:
                 self._forget(name)
                 continue
@@ -111,4 +111,4 @@ class Lingering:
         if queue.deleted or queue.consumers:
             return
         log.info("queue %s expired: its terminus expiry timeout ran out", queue.name)
-        self.postoffice.delete_queue(queue.name)
+        self.host.delete_queue(queue.name)

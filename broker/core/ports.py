@@ -10,7 +10,19 @@ that callback ("decide, then commit").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
+
+if TYPE_CHECKING:  # the core's own types, for the inner ports below (nothing at run time)
+    from .address import Address
+    from .consumer import Ref
+    from .flow import FlowControl
+    from .latency import LatencyHistogram
+    from .lingering import Lingering
+    from .message import Message
+    from .queue import Queue
+    from .settings import AddressSettings
+
+    Plan = list[tuple[Message, list[Queue]]]  # what `route` decides: (message, its queues)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,3 +232,100 @@ class Spool(Protocol):
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Inner ports: what the post office's satellites need from their host (the `PostOffice`
+# implements them). Each lists exactly the members its module uses, so a satellite can be read,
+# tested and changed without the whole post office in mind.
+
+Done = Callable[[BaseException | None], None]
+
+
+class QueueHost(Protocol):
+    """What a `Queue` needs from the post office that holds it."""
+
+    @property
+    def journal(self) -> Journal: ...  # its durable references, page reads
+    @property
+    def spool(self) -> Spool | None: ...  # paged messages of queues that store nothing
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def flow(self) -> FlowControl: ...  # memory accounting; paging in waits for room
+    @property
+    def lingering(self) -> Lingering: ...  # a returning consumer stops a kept queue's countdown
+    @property
+    def delivery_latency(self) -> LatencyHistogram: ...  # arrival to acknowledgement
+    @property
+    def retaining(self) -> bool: ...  # some address retains (acknowledgements are recorded)
+    @property
+    def message_from_record(self) -> Callable[[MessageRecord], Message] | None: ...  # page reads
+    @property
+    def compile_filter(self) -> Callable[[str], Callable[[Message], bool]] | None: ...
+
+    def call_at(self, at_ms: int, fn: Callable[[], None]): ...
+    def schedule(self, queue: Queue) -> None: ...  # dispatch this queue in this reactor turn
+    def next_message_id(self) -> int: ...  # a modified outcome's new message version
+    def message_record(self, message: Message) -> MessageRecord: ...
+    def settings_for(self, address: str) -> AddressSettings: ...
+    def retains(self, address_name: str) -> bool: ...  # a message sent there is retained
+    def queue_idle_check(self, queue: Queue) -> None: ...  # auto-delete when it went idle
+    def persist_queue(self, queue: Queue) -> None: ...  # its attributes changed
+    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None: ...
+    def expire(self, ref: Ref) -> None: ...
+
+
+class FlowHost(Protocol):
+    """What `FlowControl` needs from the post office: the addresses (their sizes and limits),
+    their settings (the policy), where paged messages can go, and the reactor's `defer`."""
+
+    @property
+    def addresses(self) -> Mapping[str, Address]: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def spool(self) -> Spool | None: ...
+
+    def settings_for(self, address: str) -> AddressSettings: ...
+    def defer(self, fn: Callable[[], None]) -> None: ...
+
+
+class LingeringHost(Protocol):
+    """What `Lingering` (terminus expiry countdowns) needs: the time, a timer, the queues by
+    name, and deleting one whose countdown ran out."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def queues(self) -> Mapping[str, Queue]: ...
+
+    def call_at(self, at_ms: int, fn: Callable[[], None]): ...
+    def delete_queue(self, name: str) -> None: ...
+
+
+class CopyHost(Protocol):
+    """What copies of a message into another address (`copies.py`: dead letters, expiry) need
+    from the post office: the settings naming the target, the codec's `annotate`, routing and
+    committing the copy, and auto-creating the target's queue."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def annotate(self) -> Callable[..., Message] | None: ...
+    @property
+    def addresses(self) -> Mapping[str, Address]: ...
+    @property
+    def queues(self) -> Mapping[str, Queue]: ...  # the periodic expiry scan
+
+    def settings_for(self, address: str) -> AddressSettings: ...
+    def next_message_id(self) -> int: ...
+    def create_queue(self, name: str, address_name: str, routing_type: str = ..., *,
+                     durable: bool = True, purpose: str = ...) -> Queue: ...
+    def route(self, message: Message, address_name: str, routing_type: str | None,
+              queue_name: str | None = None) -> Plan: ...
+    def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
+             accepted: bool = True) -> None: ...
+    def queue_idle_check(self, queue: Queue) -> None: ...

@@ -16,8 +16,8 @@ from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
-from . import moves
-from .flow import DROP, FAIL, REF_OVERHEAD_BYTES, FlowControl
+from . import copies
+from .flow import DROP, FAIL, FlowControl
 from . import forwarding
 from .forwarding import Forwarder
 from .message import ANYCAST, MULTICAST, Message
@@ -65,10 +65,6 @@ class PostOffice:
             self.timers = NoTimers()
             call_at = self.timers.call_at
         self.call_at = call_at
-        self.memory_used = 0  # bytes of messages on all queues, with their refs' overhead
-        # A queued message costs about this much memory besides its encoded bytes (a Ref, a
-        # Message with its decoded envelope, the backlog's entry; measured at ~410 bytes).
-        self.ref_overhead = REF_OVERHEAD_BYTES
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
@@ -431,7 +427,7 @@ class PostOffice:
                     if q.stores:
                         return False
             for q in queues:
-                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size):
+                if q.paged or (q.address.pages and self.flow.full(q.address)):
                     return False
         for message, queues in plan:
             if queues:
@@ -464,8 +460,7 @@ class PostOffice:
             refs.extend(mine)
             for r in mine:
                 q = r.queue
-                if q.paged or (q.address.pages and 0 <= q.address.limit <= q.address.size
-                               and self.flow.pages(q)):
+                if q.paged or (q.address.pages and self.flow.full(q.address) and self.flow.pages(q)):
                     r.paged = True  # the store (or the spool) holds it; memory only a count
                     r.durable = q.stores
             durable = [r for r in mine if r.durable]
@@ -550,9 +545,13 @@ class PostOffice:
             ops.append(ports.RememberDuplicateId(message.address, duplicate_id, self.duplicates.size))
         return False
 
+    def retains(self, address_name: str) -> bool:
+        """Are messages sent to this address retained (retention_days > 0, a durable store)?"""
+        address = self.addresses.get(address_name)
+        return address is not None and address.retains
+
     def _retain(self, message: Message, ops: list) -> None:
-        address = self.addresses.get(message.address)
-        if address is not None and address.retains:
+        if self.retains(message.address):
             if not message.id:
                 message.id = self.next_message_id()
             ops.append(ports.RetainMessage(self.message_record(message)))
@@ -564,25 +563,17 @@ class PostOffice:
             expiration=message.expiration, scheduled_time=message.scheduled_time,
             arrival=message.arrival)
 
-    # -- accounting, dead letters, expiry ------------------------------------------------------------
-    def account(self, address: Address, delta: int, refs: int = 0) -> None:
-        """Bytes of messages on the queues of `address` (flow control); the memory limit also
-        counts each ref's estimated Python overhead (`ref_overhead`)."""
-        address.size += delta
-        self.memory_used += delta + refs * self.ref_overhead
-        if delta < 0:
-            self.flow.released()
-
+    # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
-        """Move a message to its queue's dead-letter address (see moves.py)."""
-        moves.dead_letter(self, ref, reason, done)
+        """Move a message to its queue's dead-letter address (see copies.py)."""
+        copies.dead_letter(self, ref, reason, done)
 
     def expire(self, ref: Ref) -> None:
-        """Move an expired message to its queue's expiry address (see moves.py)."""
-        moves.expire(self, ref)
+        """Move an expired message to its queue's expiry address (see copies.py)."""
+        copies.expire(self, ref)
 
     def expire_scan(self) -> int:
-        return moves.expire_scan(self)
+        return copies.expire_scan(self)
 
     # -- recovery ---------------------------------------------------------------------------------
     def recover(self, recovered: ports.Recovered, make_message: Callable[[ports.MessageRecord], Message],

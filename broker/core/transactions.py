@@ -98,7 +98,7 @@ class Transaction:
             for q in queues:
                 address = q.address
                 held[address] = held.get(address, 0) + message.size
-                postoffice.account(address, message.size)
+                postoffice.flow.account(address, message.size)
 
     def _release_held(self) -> None:
         """Held sends stop counting: posted at commit (the queues count them), or dropped."""
@@ -106,7 +106,7 @@ class Transaction:
         po = self._postoffice
         if po is not None:
             for address, size in held.items():
-                po.account(address, -size)
+                po.flow.account(address, -size)
 
     def acquire(self, ref: Ref, handle: object = None, settled: bool = False) -> Acquisition:
         """The consumer accepted `ref` in this transaction: it is acknowledged at commit. The

@@ -58,7 +58,7 @@ class Snapshot:
         self.queues = list(po.queues.values())
         self.connection_figures = connection_figures
         self.memory_limit = po.flow.memory_limit
-        self.memory_used = po.memory_used
+        self.memory_used = po.flow.memory_used
         self.latency = po.delivery_latency.snapshot()
         self.journal_depth = getattr(po, "_unconfirmed", 0)
         stats = getattr(broker.journal, "stats", None)

@@ -319,7 +319,7 @@ def test_declared_transactions_have_distinct_ids_and_are_discharged_once(txns):
 
 # -- held sends count against the limits; the timeout -------------------------------------------
 def held_bytes(po: PostOffice, address: str) -> tuple[int, int]:
-    return po.addresses[address].size, po.memory_used
+    return po.addresses[address].size, po.flow.memory_used
 
 
 def test_held_sends_count_against_their_address_until_commit(po):
@@ -332,7 +332,7 @@ def test_held_sends_count_against_their_address_until_commit(po):
     txn.commit(po, done)
     assert done.calls == [None]
     # Now counted by the queue, not twice; the memory limit also counts each ref's overhead.
-    assert held_bytes(po, "out") == (size, size + 2 * po.ref_overhead)
+    assert held_bytes(po, "out") == (size, size + 2 * po.flow.ref_overhead)
     assert po.queues["out"].message_count == 2
 
 

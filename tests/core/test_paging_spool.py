@@ -115,7 +115,7 @@ def test_a_full_address_pages_into_the_spool_and_reads_back_in_order(paging):
     q = po.queues["p.q"]
     assert q.message_count == 50
     # The memory limit also counts each ref's overhead; the address limit counts bytes.
-    assert q.paged >= 38 and q.size <= LIMIT and po.memory_used <= LIMIT + q.held * po.ref_overhead
+    assert q.paged >= 38 and q.size <= LIMIT and po.flow.memory_used <= LIMIT + q.held * po.flow.ref_overhead
     assert po.flow.verdict("p.q") == "page"  # not "block": the producer goes on
     sink = Sink()
     consumer = links.attach_consumer(po, links.ConsumerRequest("p.q", ANYCAST), sink)

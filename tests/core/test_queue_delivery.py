@@ -227,4 +227,4 @@ def test_address_size_is_accounted(po):
     assert po.addresses["q"].size == m.size
     c, sink = consumer(po)
     c.queue.acknowledge(sink.got[0])
-    assert po.addresses["q"].size == 0 and po.memory_used == 0
+    assert po.addresses["q"].size == 0 and po.flow.memory_used == 0

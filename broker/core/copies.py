@@ -1,0 +1,94 @@
+"""Copies of a message into another address: dead letters (rejected, too many delivery
+attempts) and expiry moves.
+
+A move takes the message off its queue and routes a new copy to the target address; the removal
+and the copy are one journal unit. The copy carries the `x-opt-ORIG-*` annotations and never
+expires. Hermod creates the target address with an anycast queue of its name on first use
+(Artemis drops such messages unless those resources exist); with no target configured the
+message is dropped.
+
+These are plain functions over `ports.CopyHost` (the post office): a copy is routed through
+the host's `route`, never by this module, so it knows nothing of diverts.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from . import ports
+from .message import ANYCAST, Message
+
+if TYPE_CHECKING:
+    from .consumer import Ref
+    from .ports import CopyHost, Done, Plan
+
+log = logging.getLogger("hermod.core")
+
+
+def dead_letter(host: CopyHost, ref: Ref, reason: str, done: Done | None = None) -> None:
+    """Move a message to its queue's dead-letter address (`reason` is recorded)."""
+    settings = host.settings_for(ref.queue.address.name)
+    _move(host, ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done, reason)
+
+
+def expire(host: CopyHost, ref: Ref) -> None:
+    """An expired message goes with `x-opt-ACTUAL-EXPIRY`; it is never delivered."""
+    settings = host.settings_for(ref.queue.address.name)
+    _move(host, ref, settings.expiry_address, {"x-opt-ACTUAL-EXPIRY": host.clock.now_ms()}, "expired",
+          None, None)
+
+
+def expire_scan(host: CopyHost) -> int:
+    """Move every expired waiting message out (the periodic scan)."""
+    now = host.clock.now_ms()
+    moved = 0
+    for q in list(host.queues.values()):
+        if q.deleted:
+            continue
+        try:
+            moved += q.expire_due(now)
+        except Exception:  # noqa: BLE001 - one queue's fault must not stop the scan of the rest
+            log.exception("expiry scan failed on queue %s", q.name)
+    return moved
+
+
+def _move(host: CopyHost, ref: Ref, target: str, extra: dict, what: str, done: Done | None,
+          reason: str | None) -> None:
+    queue = ref.queue
+    plan: Plan = []
+    moved = plan_copy(host, ref.message, queue.name, target, extra, plan)  # may fail: ref untouched
+    queue.take(ref)
+    log.info("%s message %s from %s to %s", what, ref.message.id, queue.name, moved or "nowhere (dropped)")
+    removed: list[ports.Operation] = [ports.DeleteReference(queue.name, ref.message.id)] if ref.durable else []
+    if reason is not None and host.journal.durable:
+        removed.append(ports.RecordDeadLetter(ref.message.id, ref.message.address, queue.name,
+                                              reason, host.clock.now_ms()))
+    host.post(plan, done, removed, accepted=False)
+    host.queue_idle_check(queue)
+
+
+def plan_copy(host: CopyHost, message: Message, via: str, target: str, extra: dict, plan: Plan) -> str | None:
+    """Add a copy of `message` routed to `target` to `plan`; returns the target (None: dropped)."""
+    if not target or host.annotate is None or target == message.address:
+        return None
+    annotations = orig_annotations(message, via)
+    annotations.update(extra)
+    copy = host.annotate(message, annotations, target, True)  # such copies never expire
+    copy.id = host.next_message_id()
+    address = host.addresses.get(target)
+    if address is None or not address.queues:
+        host.create_queue(target, target, ANYCAST, durable=True, purpose="dead-letter")
+    plan.extend(host.route(copy, target, None))
+    return target
+
+
+def orig_annotations(message: Message, via: str) -> dict:
+    """The `x-opt-ORIG-*` annotations a forwarded or dead-lettered copy carries."""
+    extra = {"x-opt-ORIG-ADDRESS": message.address, "x-opt-ORIG-MESSAGE-ID": message.id,
+             "x-opt-ORIG-QUEUE": via}
+    if message.routing_type is not None:
+        extra["x-opt-ORIG-ROUTING-TYPE"] = 1 if message.routing_type == ANYCAST else 0
+    return extra
+
+
+__all__ = ["dead_letter", "expire", "expire_scan", "plan_copy", "orig_annotations"]
