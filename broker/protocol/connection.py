@@ -89,7 +89,7 @@ class Connection:
         # socket (ConsumerLink.send subtracts, `flush` recounts): below 0, the consumers wait.
         self.out_room = OUTPUT_BUDGET
         self.output_full = False
-        self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
+        self.links: dict = {}  # pn_link_t* -> its LinkHandler (protocol/handler.py)
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
         self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
         self.container_id: str | None = None
@@ -230,7 +230,7 @@ class Connection:
                     if handler is None:
                         self._unowned_delivery(link, d)
                     else:
-                        if handler.is_producer:
+                        if handler.batches_transfers:
                             producers[link] = handler
                         else:
                             if producers and handler.after_transfers:

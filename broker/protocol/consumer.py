@@ -16,6 +16,7 @@ from ..core import errors, links as core_links
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, jms, recovery
 from .conditions import set_condition
+from .handler import LinkHandler
 from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
                        read_terminus, split_composite, address_options, consumer_priority,
                        subscription_queue_name)
@@ -30,10 +31,9 @@ PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_RE
 TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
 
 
-class ConsumerLink:
+class ConsumerLink(LinkHandler):
     """A link the client receives messages on; the core's queue calls `send`."""
 
-    is_producer = False
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
@@ -425,6 +425,20 @@ class ConsumerLink:
                 lib.pn_delivery_settle(d)
                 self.conn.server.mark(self.conn)
         return settle
+
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        """Settle a delivery we sent whose fate was decided elsewhere (a transaction's
+        discharge); it is no longer tracked here."""
+        self.deliveries.pop(d, None)
+        if not self.active:
+            return  # the link is gone, and its deliveries with it
+        if outcome is not None and not lib.pn_delivery_settled(d):
+            if condition is not None:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
+            lib.pn_delivery_update(d, outcome)
+        lib.pn_delivery_settle(d)
+        self.conn.server.mark(self.conn)
 
     def on_flow(self) -> None:
         if not self.opened:

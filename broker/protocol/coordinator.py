@@ -29,6 +29,7 @@ from .binding import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
+from .handler import LinkHandler
 from .transfers import receive_bytes
 
 if TYPE_CHECKING:
@@ -187,10 +188,10 @@ def _finish_deliveries(state: _ConnectionState, txn: Transaction, committed: boo
 
 
 # -- the coordinator link ----------------------------------------------------------------------
-class CoordinatorLink:
+class CoordinatorLink(LinkHandler):
     """The link a client sends `declare` and `discharge` on."""
 
-    is_producer = False  # each delivery is handled on its own event (connection.process)
+    # Each delivery is handled on its own event (Connection.process), not batched:
     after_transfers = True  # transfers that came before a discharge are handled before it
 
     __slots__ = ("conn", "link", "state", "postoffice", "name", "active", "timeout", "_timer")
@@ -333,9 +334,9 @@ class CoordinatorLink:
 
         txn.commit(self.postoffice, done)
 
-    def _reply(self, d, presettled: bool, outcome: int, condition: str | None = None,
+    def _reply(self, d, presettled: bool, outcome: int | None, condition: str | None = None,
                description: str = "", data: list | None = None) -> None:
-        if not presettled:
+        if not presettled and outcome is not None:
             local = lib.pn_delivery_local(d)
             if data is not None:
                 obj2dat(data, lib.pn_disposition_data(local))
@@ -345,11 +346,9 @@ class CoordinatorLink:
         lib.pn_delivery_settle(d)
         self.conn.server.mark(self.conn)
 
-    def on_flow(self) -> None:
-        pass
-
-    def set_blocked(self, blocked: bool) -> None:
-        pass
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        self._reply(d, bool(lib.pn_delivery_settled(d)), outcome, condition, description)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         """Transactions declared here and not discharged roll back."""

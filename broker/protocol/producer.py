@@ -16,6 +16,7 @@ from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
+from .handler import LinkHandler
 from .terminus import parse_name, read_terminus, split_composite
 from .transfers import receive_bytes
 
@@ -48,10 +49,11 @@ def _routing_type_annotation(annotations: dict | None) -> str | None:
     return None
 
 
-class ProducerLink:
-    """A link the client sends messages on."""
+class ProducerLink(LinkHandler):
+    """A link the client sends messages on (the management endpoint's requests too)."""
 
     is_producer = True
+    batches_transfers = True  # Connection.process takes a batch's transfers in one call
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
                  "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed")
@@ -407,9 +409,9 @@ class ProducerLink:
         if txn is not None:  # [transactions]
             coordinator.transfer_failed(txn, presettled, condition, description)
 
-    def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
+    def _outcome(self, d, presettled: bool, outcome: int | None, condition: str | None = None,
                  description: str = "") -> None:
-        if not presettled:
+        if not presettled and outcome is not None:
             if condition is not None:
                 set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
             lib.pn_delivery_update(d, outcome)
@@ -423,11 +425,9 @@ class ProducerLink:
     def _end(self, condition: str, description: str) -> None:
         self.conn.end_link(self, condition, description)
 
-    def on_flow(self) -> None:
-        pass
-
-    def set_blocked(self, blocked: bool) -> None:
-        pass
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        self._outcome(d, bool(lib.pn_delivery_settled(d)), outcome, condition, description)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
