@@ -31,6 +31,7 @@ from .sasl import open_gate
 from .transport_input import push_input
 
 if TYPE_CHECKING:
+    from .coordinator import ConnectionTransactions
     from .server import Server
 
 log = logging.getLogger("hermod.connection")
@@ -92,6 +93,9 @@ class Connection:
         self.links: dict = {}  # pn_link_t* -> its LinkHandler (protocol/handler.py)
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
         self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
+        # Its transactions, and the deliveries they hold: made by the first coordinator link
+        # (protocol/coordinator.py); any session and link of the connection may use them.
+        self.transactions: ConnectionTransactions | None = None
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn

@@ -330,7 +330,8 @@ class ConsumerLink(LinkHandler):
             if d in self.committing:
                 return  # settled when its acknowledgement is stored
             if lib.pn_delivery_settled(d):
-                coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
+                if self.conn.transactions is not None:  # [transactions] one a transaction holds?
+                    self.conn.transactions.forget(self, d)
                 lib.pn_delivery_settle(d)
             return
         ref = self.deliveries[d]
@@ -360,11 +361,32 @@ class ConsumerLink(LinkHandler):
             self._until_stored(queue.reject, ref, self._settler(d, ref, acked=False))
             return
         elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
-            coordinator.acquire(self, d, ref, settled)
+            self._acquire_in_transaction(d, ref, settled)
             return
         else:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
+
+    def _acquire_in_transaction(self, d, ref, settled: bool) -> None:
+        """[transactions] A `transactional-state` disposition: the transaction takes the
+        delivery when it is `{txn, accepted}`; a settled one it cannot take (unknown
+        transaction, another outcome) gives the message back to its queue."""
+        txns = self.conn.transactions
+        if txns is not None and txns.acquire(self, d, ref, settled):
+            del self.deliveries[d]
+            if settled:
+                lib.pn_delivery_settle(d)
+        elif settled:
+            del self.deliveries[d]
+            ref.queue.release(ref)
+            lib.pn_delivery_settle(d)
+
+    def keep(self, d, ref) -> None:
+        """A delivery a rolled-back transaction leaves with its consumer: unsettled, and this
+        link's to settle again."""
+        if self.active:
+            self.deliveries[d] = ref
+            self.conn.server.mark(self.conn)
 
     def _annotated(self, message: Message, annotations) -> Message | None:
         """The message with a modified outcome's message-annotations merged in (AMQP 1.0

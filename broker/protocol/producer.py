@@ -242,8 +242,9 @@ class ProducerLink(LinkHandler):
         # for every other transfer); its plan is held by the transaction, posted at commit.
         txn = None
         if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
-            txn = coordinator.transfer_transaction(self, d, presettled)
+            txn, error = coordinator.transfer_transaction(self.conn.transactions, d)
             if txn is None:
+                self._outcome(d, presettled, PN_REJECTED, conditions.condition_for(error), str(error))
                 return
         # [/transactions]
         try:
