@@ -8,8 +8,13 @@ does all of AMQP here (framing, SASL, sessions, links, credit, settlement); this
 IO and the event switch.
 
 Input: socket bytes are pushed into the transport in capacity-sized pieces, then every engine
-event is handled. Output: after each batch of work the connection is marked, and the server
+event is handled: each link's events go to its handler through the one link-handler interface
+(protocol/handler.py). Output: after each batch of work the connection is marked, and the server
 flushes every marked connection once per loop turn (`Server.flush`).
+
+Split by concern: this module is the socket, the event pump, the connection's life and the
+store hold; connection_limits.py the begin and attach within `[server]`'s limits;
+connection_output.py the flush, output back-pressure and the timers.
 """
 from __future__ import annotations
 
@@ -26,31 +31,20 @@ from . import conditions
 from .expiry import ExpiryWaits
 from .recovery import FrameTap
 from .conditions import set_condition
-from .links import open_link, refuse
+from .connection_limits import ConnectionLimits
+from .connection_output import (KEEPALIVE_SHARE, OUT_CHUNK, OUTPUT_BUDGET, SOCKET_SEND_BUFFER, WRITE_HIGH_WATER,
+                                ConnectionOutput)
 from .sasl import open_gate
 from .storehold import StoreHold
 from .transport_input import push_input
 
 if TYPE_CHECKING:
+    from .coordinator import ConnectionTransactions
     from .server import Server
 
 log = logging.getLogger("hermod.connection")
 
 READ_CHUNK = 256 * 1024
-TICK_EVERY_MS = 100
-# A session's incoming window, in frames of the negotiated size: Proton 0.40 enforces it (a
-# client past it gets amqp:session:window-violation) only when a capacity is set. Above the
-# producer credit, so a client that respects credit is never held up by the window.
-SESSION_WINDOW_FRAMES = 2048
-OUT_CHUNK = 1024 * 1024  # the shared output buffer (Server.out_buffer) at its largest
-EMPTY_FRAME = b"\x00\x00\x00\x08\x02\x00\x00\x00"  # AMQP heartbeat: size 8, doff 2, type 0, channel 0
-KEEPALIVE_SHARE = 3  # an empty frame after a third of the peer's idle timeout without output
-# Output back-pressure, per connection. Every message byte in flight (kernel, asyncio buffer,
-# Proton) is held twice (Proton keeps a sent delivery's buffer until it is settled), so a client
-# that does not read may cost about 2 x (all three) before its consumers wait:
-WRITE_HIGH_WATER = 1024 * 1024  # the asyncio write buffer: over it, pause_writing
-OUTPUT_BUDGET = 1024 * 1024  # message bytes handed to Proton between two flushes
-SOCKET_SEND_BUFFER = 1024 * 1024  # fixed SO_SNDBUF: autotuning would let the kernel take 4 MiB
 
 E = lib  # event type constants live on the lib
 _CONNECTION_REMOTE_OPEN = E.PN_CONNECTION_REMOTE_OPEN
@@ -67,13 +61,7 @@ _TRANSPORT_CLOSED = E.PN_TRANSPORT_CLOSED
 _TRANSPORT_TAIL_CLOSED = E.PN_TRANSPORT_TAIL_CLOSED
 
 
-# A session or link over its limit is refused and the connection carries on; one that keeps
-# opening refused ones and never ends or detaches them (each still costs engine memory, about
-# 2.4 KiB a link) is closed once it holds this many times the limit.
-REFUSED_SLACK = 16
-
-
-class Connection:
+class Connection(ConnectionLimits, ConnectionOutput):
     """asyncio Protocol for one AMQP connection."""
 
     def __init__(self, server: Server, listener=None):
@@ -90,9 +78,12 @@ class Connection:
         # socket (ConsumerLink.send subtracts, `flush` recounts): below 0, the consumers wait.
         self.out_room = OUTPUT_BUDGET
         self.output_full = False
-        self.links: dict = {}  # pn_link_t* -> ProducerLink | ConsumerLink
+        self.links: dict = {}  # pn_link_t* -> its LinkHandler (protocol/handler.py)
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
         self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
+        # Its transactions, and the deliveries they hold: made by the first coordinator link
+        # (protocol/coordinator.py); any session and link of the connection may use them.
+        self.transactions: ConnectionTransactions | None = None
         self.container_id: str | None = None
         self.opened = False
         self.marked = False  # output to flush at the end of this loop turn
@@ -173,43 +164,6 @@ class Connection:
                 log.exception("error while closing connection %s", self.peer)
         self._release()
 
-    def pause_writing(self) -> None:
-        """The socket's buffer is over the high-water mark: the client reads slower than we
-        write. Stop sending to it and stop reading from it until it catches up."""
-        self.writing_paused = True
-        log.debug("connection %s: output backed up; not reading from it until it drains", self.peer)
-        self._block_consumers(True)
-        self._update_reading()
-
-    def resume_writing(self) -> None:
-        self.writing_paused = False
-        self._update_reading()
-        if not self.output_full:
-            self._block_consumers(False)
-
-    def output_over(self) -> None:
-        """More than OUTPUT_BUDGET message bytes went into Proton since the last flush (one
-        dispatch pass can hand it many MB before the socket says anything): the consumers wait
-        for the flush, and then for the socket, rather than the messages leaving their queues."""
-        if not self.output_full:
-            self.output_full = True
-            self._block_consumers(True)
-
-    def _block_consumers(self, blocked: bool) -> None:
-        """Stop or restart sending on every link; a consumer unblocked has its queue scheduled."""
-        for handler in list(self.links.values()):
-            handler.set_blocked(blocked)
-
-    def _update_reading(self) -> None:
-        """Read from the client only while its output drains and the output held behind its
-        settlements being stored is within OUTPUT_BUDGET (two independent reasons to stop)."""
-        if self.closed:
-            return
-        if self.writing_paused or self.store_hold.over_budget:
-            self.socket.pause_reading()
-        else:
-            self.socket.resume_reading()
-
     # -- engine events --------------------------------------------------------------------------
     def process(self) -> None:
         """Handle every pending engine event, then ask for a flush. A producer link is drained
@@ -231,7 +185,7 @@ class Connection:
                     if handler is None:
                         self._unowned_delivery(link, d)
                     else:
-                        if handler.is_producer:
+                        if handler.batches_transfers:
                             producers[link] = handler
                         else:
                             if producers and handler.after_transfers:
@@ -357,66 +311,6 @@ class Connection:
             self._last_write = self.server.loop.time()
             self._keepalive_handle = self.server.loop.call_later(self._keepalive_s, self._keepalive)
 
-    def _on_begin(self, s) -> None:
-        if not lib.pn_session_state(s) & lib.PN_LOCAL_UNINIT:
-            return
-        self.sessions += 1
-        cfg = self.broker.config.server
-        if self.sessions > cfg.max_sessions_per_connection:
-            log.warning("session from %s refused: max_sessions_per_connection (%d) reached", self.peer,
-                        cfg.max_sessions_per_connection)
-            if self.sessions > REFUSED_SLACK * cfg.max_sessions_per_connection:
-                self._over_limit("sessions", cfg.max_sessions_per_connection)
-                return
-            set_condition(lib.pn_session_condition(s), conditions.RESOURCE_LIMIT_EXCEEDED,
-                          f"too many sessions on this connection (max {cfg.max_sessions_per_connection})")
-            lib.pn_session_open(s)
-            lib.pn_session_close(s)
-            return
-        lib.pn_session_set_incoming_capacity(s, lib.pn_transport_get_max_frame(self.transport)
-                                             * SESSION_WINDOW_FRAMES)
-        lib.pn_session_open(s)
-
-    def _on_attach(self, link) -> None:
-        if not lib.pn_link_state(link) & lib.PN_LOCAL_UNINIT:
-            return
-        self.engine_links += 1
-        if not lib.pn_session_state(lib.pn_link_session(link)) & lib.PN_LOCAL_ACTIVE:
-            return  # on a session we refused: its end is on the way, and frees the link
-        cfg = self.broker.config.server
-        if self.engine_links > cfg.max_links_per_connection:
-            log.warning("link %s from %s refused: max_links_per_connection (%d) reached",
-                        cproton.pn_link_name(link), self.peer, cfg.max_links_per_connection)
-            if self.engine_links > REFUSED_SLACK * cfg.max_links_per_connection:
-                # Refused links it never detaches would still cost engine memory: enough.
-                self._over_limit("links", cfg.max_links_per_connection)
-                return
-            refuse(link, conditions.RESOURCE_LIMIT_EXCEEDED,
-                   f"too many links on this connection (max {cfg.max_links_per_connection})")
-            return
-        handler = open_link(self, link)
-        if handler is not None:
-            self.links[link] = handler
-            if self.writing_paused:
-                handler.set_blocked(True)  # a receiver attached now starts blocked too
-
-    def _over_limit(self, what: str, limit: int) -> None:
-        log.warning("connection %s closed: it kept opening %s past the limit of %d", self.peer, what, limit)
-        self._detach_links(lambda link: True, session_end=True)
-        self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED,
-                         f"too many {what} on this connection (max {limit}), and the refused ones not closed")
-        self._close_tail()  # read nothing more from it
-
-    def _links_left_on(self, s) -> int:
-        """Links of session `s` the peer attached and never detached (freed with the session)."""
-        n = 0
-        link = lib.pn_link_head(self.conn, 0)
-        while link != ffi.NULL:
-            if lib.pn_link_session(link) == s and lib.pn_link_state(link) & lib.PN_REMOTE_ACTIVE:
-                n += 1
-            link = lib.pn_link_next(link, 0)
-        return n
-
     def end_link(self, handler, condition: str, description: str) -> None:
         """Close a link for its client's fault (credit ignored, a message too big): what the
         client still sends on it is thrown away as it arrives, never buffered."""
@@ -477,112 +371,6 @@ class Connection:
         if self.store_hold.end(epoch) and not self.closed and self.store_hold.holding:
             self.server.mark(self)  # the flush writes what no longer waits
 
-    # -- output ------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Write all the transport's pending output, and re-arm the idle-timeout tick. Output
-        taken after a settlement of this client was read waits until it is stored (StoreHold)."""
-        if self.closed:
-            return
-        t = self.transport
-        write = self.socket.write
-        hold = self.store_hold
-        wrote = hold.holding and hold.release(write)
-        tap = None if self.frame_tap.output_passes() else self.frame_tap.outgoing
-        while True:
-            pending = lib.pn_transport_pending(t)
-            if pending < 0:
-                if hold.holding:
-                    break  # the close goes once what it answers is stored
-                # Output side done: everything is written.
-                self.socket.close()
-                self.closed = True
-                return
-            if pending == 0:
-                break
-            out, size = self.server.out_buffer(pending)
-            n = lib.pn_transport_peek(t, out, min(pending, size))
-            if n < 0:
-                break
-            data = ffi.buffer(out, n)[:]
-            wrote = hold.write(data if tap is None else tap(data), write) or wrote
-            lib.pn_transport_pop(t, n)
-        if wrote and self._keepalive_s:
-            self._last_write = self.server.loop.time()
-        if self.out_room != OUTPUT_BUDGET or hold.held_bytes:
-            self._recount_output()
-        if hold.crossed(OUTPUT_BUDGET):
-            self._update_reading()
-        self._arm_tick()
-
-    def _recount_output(self) -> None:
-        """After a flush, what is still in Proton is what the peer's session window holds back
-        (pn_session_outgoing_bytes) and what waits for settlements to be stored; the rest is in
-        the socket, which pauses writing itself. Below the mark, and with the socket not
-        paused, the consumers carry on."""
-        held = 0
-        s = lib.pn_session_head(self.conn, 0)
-        while s != ffi.NULL:
-            held += lib.pn_session_outgoing_bytes(s)
-            s = lib.pn_session_next(s, 0)
-        self.out_room = OUTPUT_BUDGET - held - self.store_hold.held_bytes
-        if self.output_full and self.out_room >= 0:
-            self.output_full = False
-            if not self.writing_paused:
-                self._block_consumers(False)
-
-    def _handshake_deadline(self) -> None:
-        self._handshake_handle = None
-        if not self.closed and not self.opened:
-            log.info("connection %s did not open in time; dropping it", self.peer)
-            self.socket.close()
-
-    def _arm_tick(self) -> None:
-        """Keep one timer at the transport's next deadline: the peer's idle timeout (an empty
-        frame is due at half of what it advertised) or ours. Asked after every flush, at most
-        every TICK_EVERY_MS, and kept when the timer already fires at or before the deadline."""
-        if not self.opened or self.closed:
-            return
-        loop = self.server.loop
-        now = int(loop.time() * 1000)
-        if self._tick_handle is not None and now - self._last_tick < TICK_EVERY_MS:
-            return
-        self._last_tick = now
-        deadline = lib.pn_transport_tick(self.transport, now)
-        if not deadline:
-            return
-        if self._tick_handle is not None:
-            if self._tick_deadline <= deadline:
-                return
-            self._tick_handle.cancel()
-        self._tick_deadline = deadline
-        self._tick_handle = loop.call_at(deadline / 1000.0, self._on_tick)
-
-    def _keepalive(self) -> None:
-        """Proton sends its empty frame only at exactly half the peer's idle timeout, measured
-        from the tick that saw the last output (our ticks are throttled, so later still): a
-        peer could go 3 s without a frame on a 3 s timeout. So the connection keeps its own
-        promise: after a third of it without output, an empty frame. Output is always flushed
-        whole, so the socket is at a frame boundary here."""
-        self._keepalive_handle = None
-        if self.closed:
-            return
-        loop = self.server.loop
-        due = self._last_write + self._keepalive_s
-        now = loop.time()
-        if due <= now:
-            self.socket.write(EMPTY_FRAME)
-            self._last_write = now
-            due = now + self._keepalive_s
-        self._keepalive_handle = loop.call_at(due, self._keepalive)
-
-    def _on_tick(self) -> None:
-        self._tick_handle = None
-        self._tick_deadline = 0
-        if self.closed:
-            return
-        lib.pn_transport_tick(self.transport, int(self.server.loop.time() * 1000))
-        self.process()  # marks the connection: the flush writes any empty frame and re-arms
-
     def _release(self) -> None:
         for handle in (self._tick_handle, self._handshake_handle, self._keepalive_handle):
             if handle is not None:
@@ -605,4 +393,4 @@ class Connection:
             self.transport = self.conn = self.collector = None
 
 
-__all__ = ["Connection"]
+__all__ = ["OUT_CHUNK", "Connection"]

@@ -1,24 +1,21 @@
 """ConsumerLink: a link a client receives messages on; the core's queue calls `send` (the
 per-message path: raw `lib.pn_*` calls, the message's encoded bytes as they are, rewritten
-only for a redelivery count or outbound annotations).
+only for a redelivery count or outbound annotations). Its attach is in consumer_attach.py.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
-from .binding import Described, dat2obj, obj2dat, symbol
 
-from ..core import errors, links as core_links
-from ..core.message import ANYCAST, MULTICAST, Message
+from ..core import links as core_links
+from ..core.message import Message
 from . import codec, conditions, coordinator, jms, recovery
 from .conditions import set_condition
-from .terminus import (NO_LOCAL_DESCRIPTORS, find_filter, parse_name,
-                       read_terminus, split_composite, address_options, consumer_priority,
-                       subscription_queue_name)
+from .consumer_attach import ConsumerAttach
+from .handler import LinkHandler
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -30,10 +27,9 @@ PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_RE
 TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
 
 
-class ConsumerLink:
+class ConsumerLink(ConsumerAttach, LinkHandler):
     """A link the client receives messages on; the core's queue calls `send`."""
 
-    is_producer = False
     after_transfers = False  # dispositions do not depend on transfers in the same batch
 
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
@@ -69,212 +65,6 @@ class ConsumerLink:
         # Its source is durable `unsettled-state`: unsettled deliveries are remembered at a
         # detach for a re-attach that recovers the link (protocol.recovery).
         self.keeps_state = False
-
-    @classmethod
-    def attach(cls, conn: Connection, link) -> ConsumerLink | None:
-        broker = conn.broker
-        remote = read_terminus(lib.pn_link_remote_source(link))
-        handler = cls(conn, link)
-        handler.expiry = (remote.expiry_policy, remote.timeout)
-        handler.jms = jms.is_jms_client(conn.conn)
-        link_props = dat2obj(lib.pn_link_remote_properties(link)) or {}
-        priority = link_props.get(symbol("priority"), 0) if isinstance(link_props, dict) else 0
-        if not remote.present or (remote.address is None and not remote.dynamic):
-            return handler._attach_existing_subscription(remote)
-        selector_text = None
-        accepted_filters = {}  # echoed in our source: the filters in force, as the client sent them
-        if remote.selector is not None:
-            key, value, selector_text = remote.selector
-            accepted_filters[key] = value
-        predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
-        no_local = find_filter(remote.filters, NO_LOCAL_DESCRIPTORS)
-        if no_local is not None:
-            accepted_filters[no_local[0]] = no_local[1]
-        browser = remote.distribution_mode == "copy"
-        if remote.dynamic:
-            req = core_links.ConsumerRequest("", dynamic=True)
-        else:
-            address, options = address_options(remote.address)
-            if consumer_priority(options) is not None:
-                priority = consumer_priority(options)
-            server = broker.config.server
-            name = parse_name(address, remote.capabilities, server.anycast_prefixes, server.multicast_prefixes,
-                              composite="," in address)
-            caps = set(remote.capabilities)
-            shared = "shared" in caps
-            global_ = "global" in caps
-            req = core_links.ConsumerRequest(
-                name.address, name.routing_type, name.queue, browser=browser, selector=selector_text,
-                selector_predicate=predicate, priority=int(priority or 0),
-                no_local_container=conn.container_id or "" if no_local is not None else None,
-                subscription_queue=subscription_queue_name(
-                    conn.container_id, handler.name, shared=shared, global_=global_, durable=remote.durable)
-                if remote.durable or shared else broker.postoffice.lingering.find(handler.link_key),
-                durable=remote.durable, shared=shared,
-                exclusive=options.get("consumer.exclusive", "").lower() == "true",
-                user=conn.principal.name if conn.principal is not None else None)
-            handler.durable_subscription = remote.durable
-        handler.browser = browser
-        handler.consumers = handler._attach_parts(req, remote)
-        if (handler.durable_subscription and req.queue is None and req.subscription_queue is not None
-                and handler.consumers and handler.consumers[0].queue.name == req.subscription_queue):
-            handler.subscription = req.subscription_queue
-        local = lib.pn_link_source(link)
-        lib.pn_terminus_copy(local, lib.pn_link_remote_source(link))
-        filt = lib.pn_terminus_filter(local)
-        lib.pn_data_clear(filt)
-        if accepted_filters:
-            obj2dat(accepted_filters, filt)
-        if remote.dynamic:
-            cproton.pn_terminus_set_address(local, handler.consumers[0].queue.name)
-        lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
-        lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
-        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
-        handler.keeps_state = lib.pn_terminus_get_durability(lib.pn_link_remote_source(link)) == lib.PN_DELIVERIES
-        handler._recover(conn.frame_tap.claim(True, handler.name))
-        handler._open_when_stored()
-        return handler
-
-    def _recover(self, remote_unsettled: dict | None) -> None:
-        """A receiver re-attaching with its unsettled map (§2.6.13): our attach carries ours
-        (the deliveries of the link's last attachment it had not settled); those it reports
-        accepted or rejected get that outcome where their message still waits; the rest are
-        sent again (as their messages' deliveries, under the same tags)."""
-        if remote_unsettled is None:
-            return
-        resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
-        last_tag, sent = resumed if resumed is not None else (0, self._waiting_by_tag(remote_unsettled))
-        self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
-        self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
-        self._tag_n = max(self._tag_n, last_tag)
-        resume = []
-        for tag, state in remote_unsettled.items():
-            ref = sent.get(tag)
-            code = recovery.state_code(state)
-            if ref is None:
-                continue
-            if code not in (recovery.ACCEPTED, recovery.REJECTED):
-                resume.append(tag)  # back on its queue: sent again, as the same delivery resumed
-            elif ref.queue.take_back_waiting(ref):
-                (ref.queue.acknowledge if code == recovery.ACCEPTED else ref.queue.reject)(ref)
-        if resume and len(self.consumers) == 1:  # tags are message ids: the resent ones match
-            self.conn.frame_tap.resuming[self.name] = recovery.ResumeTags(resume)
-
-    def _waiting_by_tag(self, remote_unsettled: dict) -> dict:
-        """After a broker restart nothing is remembered of the link: the tags a recovering
-        receiver names are message ids (see `send`); those of its durable subscription's
-        messages still waiting near the head of the queue (where deliveries in flight at the
-        restart are put back) are found by a bounded look, so an attach costs O(MAX_TAGS)."""
-        if not self.keeps_state or len(self.consumers) != 1:
-            return {}
-        queue = self.consumers[0].queue
-        if queue.purpose != "subscription" or not queue.durable:
-            return {}  # only a durable subscription is the link's own, kept through a restart
-        wanted = {tag: int.from_bytes(tag, "little") for tag in remote_unsettled
-                  if isinstance(tag, bytes) and len(tag) == 8}
-        if not wanted:
-            return {}
-        by_id = {ref.message.id: ref for ref in itertools.islice(queue.backlog, recovery.MAX_TAGS)}
-        return {tag: by_id[i] for tag, i in wanted.items() if i in by_id}
-
-    def _open_when_stored(self) -> None:
-        """Answer the attach once the queues it created are in the store: a client told that its
-        durable subscription exists must find it after a crash."""
-        waiting = [c.queue for c in self.consumers if not c.queue.persisted]
-        if not waiting:
-            self._open()
-            return
-        remaining = {id(q) for q in waiting}
-
-        def stored(queue, error: BaseException | None) -> None:
-            if not self.active:
-                return
-            if error is not None:
-                self.refuse_late(conditions.INTERNAL_ERROR, f"queue {queue.name} not stored: {error}")
-                return
-            remaining.discard(id(queue))
-            if not remaining:
-                self._open()
-
-        for queue in waiting:
-            queue.when_persisted(stored)
-
-    def _open(self) -> None:
-        self.opened = True
-        lib.pn_link_open(self.link)
-        conn = self.conn
-        if conn.writing_paused or conn.output_full:
-            self.set_blocked(True)  # its connection's output is backed up: it waits too
-        self.on_flow()  # credit the client granted while the attach was pending
-        self.conn.server.mark(self.conn)
-
-    def refuse_late(self, condition: str, description: str) -> None:
-        """Refuse an attach that was waiting for the store."""
-        self.conn.links.pop(self.link, None)
-        self.on_detach(closed=True)
-        set_condition(lib.pn_link_condition(self.link), condition, description)
-        lib.pn_terminus_set_type(lib.pn_link_source(self.link), lib.PN_UNSPECIFIED)
-        lib.pn_link_open(self.link)
-        lib.pn_link_close(self.link)
-        self.conn.server.mark(self.conn)
-
-    def _attach_existing_subscription(self, remote) -> ConsumerLink:
-        """No source: look up a durable subscription by link name (JMS re-subscribe lookup)."""
-        # Artemis reads `global` from the link's desired capabilities, which this Proton binding
-        # does not expose: try the client-id name first, then the global one.
-        shared = "|" in self.name
-        po = self.broker.postoffice
-        queue = None
-        for global_ in (False, True):
-            queue_name = subscription_queue_name(self.conn.container_id, self.name, shared=shared,
-                                                 global_=global_, durable=True)
-            queue = po.queues.get(queue_name)
-            if queue is not None and queue.purpose == "subscription":
-                break
-            queue = None
-        if queue is None:
-            raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
-        principal = self.conn.principal
-        core_links.check_owner(queue, principal.name if principal is not None else None)
-        if self.broker.acting is not None:
-            self.broker.authorize("consume", queue.address.name)
-        req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
-        self.consumers = [core_links._attach(queue, req, self, self.conn, selector_on_queue=True)]
-        self.durable_subscription = True
-        self.subscription = queue.name  # found by this link's name: closing it unsubscribes
-        local = lib.pn_link_source(self.link)
-        cproton.pn_terminus_set_address(local, queue.name)
-        lib.pn_terminus_set_type(local, lib.PN_SOURCE)
-        lib.pn_terminus_set_durability(local, lib.PN_DELIVERIES)
-        lib.pn_terminus_set_expiry_policy(local, lib.PN_EXPIRE_NEVER)
-        lib.pn_terminus_set_distribution_mode(local, lib.PN_DIST_MODE_COPY)
-        obj2dat([symbol("topic")], lib.pn_terminus_capabilities(local))
-        if queue.filter_text:
-            obj2dat({symbol("jms-selector"): Described(symbol("apache.org:selector-filter:string"),
-                                                       queue.filter_text)}, lib.pn_terminus_filter(local))
-        lib.pn_terminus_copy(lib.pn_link_target(self.link), lib.pn_link_remote_target(self.link))
-        lib.pn_link_set_snd_settle_mode(self.link, lib.pn_link_remote_snd_settle_mode(self.link))
-        self._open()
-        return self
-
-    def _attach_parts(self, req: core_links.ConsumerRequest, remote) -> list:
-        """A source `a,b,topic://c` consumes from every part (ActiveMQ Classic composite)."""
-        if req.dynamic or "," not in req.address:
-            return [self.broker.attach_consumer(req, self, owner=self.conn)]
-        server = self.broker.config.server
-        consumers = []
-        try:
-            for part in split_composite(remote.address):
-                name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
-                sub = core_links.ConsumerRequest(
-                    name.address, name.routing_type or ANYCAST, name.queue, browser=req.browser,
-                    selector=req.selector, selector_predicate=req.selector_predicate, priority=req.priority)
-                consumers.append(self.broker.attach_consumer(sub, self, owner=self.conn))
-        except errors.HermodError:
-            for c in consumers:
-                core_links.detach_consumer(self.broker.postoffice, c)
-            raise
-        return consumers
 
     # -- per message (hot path) ----------------------------------------------------------------
     def send(self, consumer, ref) -> None:
@@ -330,7 +120,8 @@ class ConsumerLink:
             if d in self.committing:
                 return  # settled when its acknowledgement is stored
             if lib.pn_delivery_settled(d):
-                coordinator.forget_delivery(self, d)  # [transactions] one a transaction holds?
+                if self.conn.transactions is not None:  # [transactions] one a transaction holds?
+                    self.conn.transactions.forget(self, d)
                 lib.pn_delivery_settle(d)
             return
         ref = self.deliveries[d]
@@ -360,11 +151,32 @@ class ConsumerLink:
             self._until_stored(queue.reject, ref, self._settler(d, ref, acked=False))
             return
         elif state == TRANSACTIONAL_STATE:  # [transactions] acknowledged and settled at commit
-            coordinator.acquire(self, d, ref, settled)
+            self._acquire_in_transaction(d, ref, settled)
             return
         else:
             return  # e.g. a received state: not terminal
         lib.pn_delivery_settle(d)
+
+    def _acquire_in_transaction(self, d, ref, settled: bool) -> None:
+        """[transactions] A `transactional-state` disposition: the transaction takes the
+        delivery when it is `{txn, accepted}`; a settled one it cannot take (unknown
+        transaction, another outcome) gives the message back to its queue."""
+        txns = self.conn.transactions
+        if txns is not None and txns.acquire(self, d, ref, settled):
+            del self.deliveries[d]
+            if settled:
+                lib.pn_delivery_settle(d)
+        elif settled:
+            del self.deliveries[d]
+            ref.queue.release(ref)
+            lib.pn_delivery_settle(d)
+
+    def keep(self, d, ref) -> None:
+        """A delivery a rolled-back transaction leaves with its consumer: unsettled, and this
+        link's to settle again."""
+        if self.active:
+            self.deliveries[d] = ref
+            self.conn.server.mark(self.conn)
 
     def _annotated(self, message: Message, annotations) -> Message | None:
         """The message with a modified outcome's message-annotations merged in (AMQP 1.0
@@ -424,6 +236,20 @@ class ConsumerLink:
                 lib.pn_delivery_settle(d)
                 self.conn.server.mark(self.conn)
         return settle
+
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        """Settle a delivery we sent whose fate was decided elsewhere (a transaction's
+        discharge); it is no longer tracked here."""
+        self.deliveries.pop(d, None)
+        if not self.active:
+            return  # the link is gone, and its deliveries with it
+        if outcome is not None and not lib.pn_delivery_settled(d):
+            if condition is not None:
+                set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
+            lib.pn_delivery_update(d, outcome)
+        lib.pn_delivery_settle(d)
+        self.conn.server.mark(self.conn)
 
     def on_flow(self) -> None:
         if not self.opened:

@@ -19,7 +19,6 @@ says it is transactional (0x34), so Proton's data wrappers are fine for reading 
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import TYPE_CHECKING
 
 import cproton
@@ -29,6 +28,7 @@ from .binding import Described, SymbolList, dat2obj, obj2dat, symbol, ulong
 
 from ..core.transactions import Transaction, Transactions, UnknownTransaction
 from . import conditions
+from .handler import LinkHandler
 from .transfers import receive_bytes
 
 if TYPE_CHECKING:
@@ -55,25 +55,68 @@ class TransferFailed(Exception):
         self.condition = condition
 
 
-class _ConnectionState:
+class ConnectionTransactions:
     """What one connection knows about transactions: the open ones, and the consumer
-    deliveries they hold (so a client that settles one later is noticed)."""
+    deliveries they hold (so a client that settles one later is noticed). The connection owns
+    it (`Connection.transactions`, made when its first coordinator link attaches); this module
+    reads and changes it, and tells the links what became of their deliveries through their
+    public methods (`LinkHandler.settle`, `ConsumerLink.keep`), never their own tables."""
 
-    __slots__ = ("transactions", "held", "__weakref__")
+    __slots__ = ("transactions", "held")
 
     def __init__(self):
         self.transactions = Transactions()
         self.held: dict = {}  # (ConsumerLink, pn_delivery_t*) -> Acquisition
 
+    def of_transfer(self, d) -> tuple[Transaction | None, UnknownTransaction | None]:
+        """The open transaction a transactional transfer names, or why there is none."""
+        txn_id, _ = _transactional_state(d)
+        txn = self.transactions.find(txn_id)
+        return (txn, None) if txn is not None else (None, self.transactions.missing(txn_id))
 
-# Kept beside the connection rather than on it: Connection knows nothing of transactions.
-_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    def acquire(self, link, d, ref, settled: bool) -> bool:
+        """A consumer's `transactional-state` disposition: only `{txn, accepted}` hands the
+        delivery to the transaction (True); anything else is the link's to handle (False)."""
+        txn_id, outcome = _transactional_state(d)
+        txn = self.transactions.find(txn_id)
+        if txn is None or not _is_accepted(outcome):
+            return False
+        acquisition = txn.acquire(ref, (link, d), settled)
+        if settled:
+            acquisition.handle = None
+        else:
+            self.held[(link, d)] = acquisition
+        return True
+
+    def forget(self, link, d) -> None:
+        """The client settled a delivery its link no longer tracks: if a transaction holds it,
+        note that the delivery is gone (the link settles it)."""
+        if self.held:
+            acquisition = self.held.pop((link, d), None)
+            if acquisition is not None:
+                acquisition.settled = True
+                acquisition.handle = None
+
+    def finish(self, txn: Transaction, committed: bool) -> list:
+        """After a discharge, what becomes of each delivery the transaction held and the client
+        has not settled: `(link, delivery, ref)`, `ref` None when it is to be settled (it was
+        acknowledged, or went back to its queue), else the Ref it stays unsettled for."""
+        outcomes = []
+        for a in txn.acquired:
+            if a.handle is None:
+                continue
+            link, d = a.handle
+            a.handle = None
+            self.held.pop((link, d), None)
+            outcomes.append((link, d, a.ref if not committed and a.kept else None))
+        return outcomes
 
 
-def _state(conn: Connection) -> _ConnectionState:
-    state = _states.get(conn)
+def transactions_of(conn: Connection) -> ConnectionTransactions:
+    """The connection's transactions, made when first needed."""
+    state = conn.transactions
     if state is None:
-        state = _states[conn] = _ConnectionState()
+        state = conn.transactions = ConnectionTransactions()
     return state
 
 
@@ -106,17 +149,12 @@ def _condition_of(error: BaseException) -> str:
 
 
 # -- producer links ----------------------------------------------------------------------------
-def transfer_transaction(link, d, presettled: bool) -> Transaction | None:
-    """The open transaction a transactional transfer names; None (and the transfer refused)
-    when there is none."""
-    state = _states.get(link.conn)
-    txn_id, _ = _transactional_state(d)
-    txn = state.transactions.find(txn_id) if state is not None else None
-    if txn is None:
-        error = state.transactions.missing(txn_id) if state is not None else \
-            UnknownTransaction(f"unknown transaction {txn_id!r}")
-        link._outcome(d, presettled, lib.PN_REJECTED, conditions.condition_for(error), str(error))
-    return txn
+def transfer_transaction(state: ConnectionTransactions | None, d) -> tuple[Transaction | None, Exception | None]:
+    """The open transaction a transactional transfer names, or the error to refuse it with."""
+    if state is None:
+        txn_id, _ = _transactional_state(d)
+        return None, UnknownTransaction(f"unknown transaction {txn_id!r}")
+    return state.of_transfer(d)
 
 
 def hold_send(d, presettled: bool, txn: Transaction, plan) -> None:
@@ -135,62 +173,11 @@ def transfer_failed(txn: Transaction, presettled: bool, condition: str, descript
         txn.mark_rollback_only(TransferFailed(condition, description))
 
 
-# -- consumer links ----------------------------------------------------------------------------
-def acquire(link, d, ref, settled: bool) -> None:
-    """A consumer's `transactional-state` disposition. Only `{txn, accepted}` is acted on:
-    the delivery is handed to the transaction. A settled disposition that cannot be acted on
-    (unknown transaction, another outcome) gives the message back to its queue."""
-    state = _states.get(link.conn)
-    txn_id, outcome = _transactional_state(d)
-    txn = state.transactions.find(txn_id) if state is not None else None
-    if txn is None or not _is_accepted(outcome):
-        if settled:
-            del link.deliveries[d]
-            ref.queue.release(ref)
-            lib.pn_delivery_settle(d)
-        return
-    del link.deliveries[d]
-    acquisition = txn.acquire(ref, (link, d), settled)
-    if settled:
-        acquisition.handle = None
-        lib.pn_delivery_settle(d)
-    else:
-        state.held[(link, d)] = acquisition
-
-
-def forget_delivery(link, d) -> None:
-    """The client settled a delivery we no longer track: if a transaction holds it, note that
-    the delivery is gone (the caller settles it)."""
-    state = _states.get(link.conn)
-    if state is not None and state.held:
-        acquisition = state.held.pop((link, d), None)
-        if acquisition is not None:
-            acquisition.settled = True
-            acquisition.handle = None
-
-
-def _finish_deliveries(state: _ConnectionState, txn: Transaction, committed: bool) -> None:
-    """After a discharge: settle what was acknowledged; give back what stays with its consumer."""
-    for a in txn.acquired:
-        if a.handle is None:
-            continue
-        link, d = a.handle
-        a.handle = None
-        state.held.pop((link, d), None)
-        if not link.active:
-            continue  # the link is gone, and its deliveries with it
-        if not committed and a.kept:
-            link.deliveries[d] = a.ref
-        else:
-            lib.pn_delivery_settle(d)
-        link.conn.server.mark(link.conn)
-
-
 # -- the coordinator link ----------------------------------------------------------------------
-class CoordinatorLink:
+class CoordinatorLink(LinkHandler):
     """The link a client sends `declare` and `discharge` on."""
 
-    is_producer = False  # each delivery is handled on its own event (connection.process)
+    # Each delivery is handled on its own event (Connection.process), not batched:
     after_transfers = True  # transfers that came before a discharge are handled before it
 
     __slots__ = ("conn", "link", "state", "postoffice", "name", "active", "timeout", "_timer")
@@ -198,7 +185,7 @@ class CoordinatorLink:
     def __init__(self, conn: Connection, link):
         self.conn = conn
         self.link = link
-        self.state = _state(conn)
+        self.state = transactions_of(conn)
         self.postoffice = conn.broker.postoffice
         self.name = cproton.pn_link_name(link)
         self.active = True
@@ -303,7 +290,7 @@ class CoordinatorLink:
             if now - txn.declared_at >= self.timeout and state.transactions.time_out(txn):
                 log.warning("transaction %r on %s timed out after %g s and was rolled back",
                             txn.id, self.conn.peer, self.timeout)
-                _finish_deliveries(state, txn, committed=False)
+                self._finish(txn, committed=False)
         self._arm()
 
     def _discharge(self, d, fields: list, presettled: bool) -> None:
@@ -314,15 +301,14 @@ class CoordinatorLink:
         except UnknownTransaction as e:
             self._reply(d, presettled, lib.PN_REJECTED, conditions.condition_for(e), str(e))
             return
-        state = self.state
         if fail:
             txn.rollback()
-            _finish_deliveries(state, txn, committed=False)
+            self._finish(txn, committed=False)
             self._reply(d, presettled, lib.PN_ACCEPTED)
             return
 
         def done(error: BaseException | None) -> None:
-            _finish_deliveries(state, txn, committed=error is None)
+            self._finish(txn, committed=error is None)
             if not self.active:
                 return  # the link (and the discharge delivery) is gone
             if error is None:
@@ -333,9 +319,9 @@ class CoordinatorLink:
 
         txn.commit(self.postoffice, done)
 
-    def _reply(self, d, presettled: bool, outcome: int, condition: str | None = None,
+    def _reply(self, d, presettled: bool, outcome: int | None, condition: str | None = None,
                description: str = "", data: list | None = None) -> None:
-        if not presettled:
+        if not presettled and outcome is not None:
             local = lib.pn_delivery_local(d)
             if data is not None:
                 obj2dat(data, lib.pn_disposition_data(local))
@@ -345,11 +331,9 @@ class CoordinatorLink:
         lib.pn_delivery_settle(d)
         self.conn.server.mark(self.conn)
 
-    def on_flow(self) -> None:
-        pass
-
-    def set_blocked(self, blocked: bool) -> None:
-        pass
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        self._reply(d, bool(lib.pn_delivery_settled(d)), outcome, condition, description)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         """Transactions declared here and not discharged roll back."""
@@ -361,8 +345,17 @@ class CoordinatorLink:
         for txn in state.transactions.owned_by(self):
             state.transactions.active.pop(txn.id, None)
             txn.rollback()
-            _finish_deliveries(state, txn, committed=False)
+            self._finish(txn, committed=False)
+
+    def _finish(self, txn: Transaction, committed: bool) -> None:
+        """Settle what the transaction acknowledged; give back to its link what stays with its
+        consumer after a rollback."""
+        for link, d, kept in self.state.finish(txn, committed):
+            if kept is None:
+                link.settle(d)
+            else:
+                link.keep(d, kept)
 
 
-__all__ = ["CoordinatorLink", "TRANSACTIONAL_STATE", "acquire", "forget_delivery", "hold_send",
-           "transfer_failed", "transfer_transaction"]
+__all__ = ["ConnectionTransactions", "CoordinatorLink", "TRANSACTIONAL_STATE", "hold_send",
+           "transactions_of", "transfer_failed", "transfer_transaction"]

@@ -16,6 +16,7 @@ from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
+from .handler import LinkHandler
 from .terminus import parse_name, read_terminus, split_composite
 from .transfers import receive_bytes
 
@@ -48,10 +49,11 @@ def _routing_type_annotation(annotations: dict | None) -> str | None:
     return None
 
 
-class ProducerLink:
-    """A link the client sends messages on."""
+class ProducerLink(LinkHandler):
+    """A link the client sends messages on (the management endpoint's requests too)."""
 
     is_producer = True
+    batches_transfers = True  # Connection.process takes a batch's transfers in one call
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
                  "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed")
@@ -233,6 +235,9 @@ class ProducerLink:
             flow.wait(self, self._top_up_credit)
 
     def receive(self, d, data: bytes) -> None:
+        """One whole transfer, in steps: a resent one we have, its transaction, its envelope,
+        where it goes, its address's room, the plan, then posting it (settled at once, or
+        when the store has it). Each refusal settles the transfer with its condition."""
         presettled = lib.pn_delivery_settled(d)
         if self.resumed and self._already_have(d, presettled):
             return
@@ -240,57 +245,24 @@ class ProducerLink:
         # for every other transfer); its plan is held by the transaction, posted at commit.
         txn = None
         if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
-            txn = coordinator.transfer_transaction(self, d, presettled)
+            txn = self._transaction_of(d, presettled)
             if txn is None:
                 return
-        # [/transactions]
-        try:
-            envelope = codec.Envelope(data)
-        except codec.DecodeError as e:
-            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
+        envelope = self._envelope(d, data, presettled, txn)
+        if envelope is None:
             return
-        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
-            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
-                         "properties.user-id is not the authenticated user")
-            return
-        target = self.target
-        if target.parts is not None:
+        if self.target.parts is not None:
             self._receive_composite(d, data, envelope, presettled, txn)
             return
-        address = target.address
-        rt = target.routing_type
-        queue = target.queue
-        if address is None:  # anonymous relay: the message's `to` says where
-            to = envelope.properties_of(data).get("to")
-            if not to:
-                self._reject(d, presettled, txn, conditions.FAILED, "message has no 'to' address")
-                return
-            annotations = envelope.annotations
-            if rt is None and annotations:
-                rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
-            server = self.broker.config.server  # the prefix of `to` when nothing else says
-            try:
-                name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
-                if self.broker.permissions.enabled:  # `send` per message on a relay link
-                    with self.broker.acting_as(self.conn.principal):
-                        address, rt, queue = self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
-                else:
-                    address, rt, queue = self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
-            except errors.NotAuthorized as e:
-                self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
-                return
-            except errors.HermodError as e:
-                self._reject(d, presettled, txn, conditions.relay_condition(e), str(e))
-                return
-        elif rt is None:
-            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
+        destination = self._destination(d, data, envelope, presettled, txn)
+        if destination is not None:
+            self._send_to(d, data, envelope, presettled, txn, *destination)
+
+    def _send_to(self, d, data: bytes, envelope, presettled: bool, txn, address: str, rt, queue) -> None:
+        """Route one message to its destination and post the plan, unless its address is
+        full, its target went, or it is a management request (answered, not routed)."""
         verdict = self.postoffice.flow.verdict(address)
-        if verdict is not None and verdict in (FAIL, DROP):
-            if verdict == FAIL:
-                self._reject(d, presettled, txn, conditions.RESOURCE_LIMIT_EXCEEDED,
-                             f"Address is full: {address}")
-            else:
-                self._outcome(d, presettled, PN_ACCEPTED)
+        if verdict is not None and self._refused_by_flow(d, presettled, txn, address, verdict):
             return
         message = Message(data, envelope, address, rt, self.container_id, int(time.time() * 1000))
         if address == self.broker.management_address:
@@ -305,12 +277,87 @@ class ProducerLink:
             return
         if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
             return
+        self._post(d, presettled, txn, plan)
+
+    def _destination(self, d, data: bytes, envelope, presettled: bool, txn):
+        """(address, routing type, queue): the link's target (the routing type, when the
+        attach left it open, from the message's annotation), or for an anonymous relay the
+        message's `to`; None when the transfer was refused."""
+        target = self.target
+        if target.address is None:
+            return self._relay_destination(d, data, envelope, presettled, txn, target.routing_type)
+        rt = target.routing_type
+        if rt is None:
+            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
+        return target.address, rt, target.queue
+
+    def _transaction_of(self, d, presettled: bool):
+        """[transactions] The open transaction a transactional transfer names; None (and the
+        transfer refused) when there is none."""
+        txn, error = coordinator.transfer_transaction(self.conn.transactions, d)
+        if txn is None:
+            self._outcome(d, presettled, PN_REJECTED, conditions.condition_for(error), str(error))
+        return txn
+
+    def _envelope(self, d, data: bytes, presettled: bool, txn):
+        """The transfer's sections, found once; None (and the transfer refused) when they do
+        not decode or name another user than the one logged in."""
+        try:
+            envelope = codec.Envelope(data)
+        except codec.DecodeError as e:
+            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
+            return None
+        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
+                         "properties.user-id is not the authenticated user")
+            return None
+        return envelope
+
+    def _relay_destination(self, d, data: bytes, envelope, presettled: bool, txn, rt):
+        """Anonymous relay: (address, routing type, queue) from the message's `to` (its routing
+        type from the link, the message's annotations, or the prefix of `to`, in that order);
+        None (and the transfer refused) when there is no `to` or it may not be sent to."""
+        to = envelope.properties_of(data).get("to")
+        if not to:
+            self._reject(d, presettled, txn, conditions.FAILED, "message has no 'to' address")
+            return None
+        annotations = envelope.annotations
+        if rt is None and annotations:
+            rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
+        server = self.broker.config.server  # the prefix of `to` when nothing else says
+        try:
+            name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
+            if self.broker.permissions.enabled:  # `send` per message on a relay link
+                with self.broker.acting_as(self.conn.principal):
+                    return self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
+            return self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
+        except errors.NotAuthorized as e:
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
+        except errors.HermodError as e:
+            self._reject(d, presettled, txn, conditions.relay_condition(e), str(e))
+        return None
+
+    def _refused_by_flow(self, d, presettled: bool, txn, address: str, verdict) -> bool:
+        """The address is full: under `fail` the transfer is refused, under `drop` it is
+        accepted and dropped (True: settled here); `block` bites at the credit, not here."""
+        if verdict == FAIL:
+            self._reject(d, presettled, txn, conditions.RESOURCE_LIMIT_EXCEEDED, f"Address is full: {address}")
+            return True
+        if verdict == DROP:
+            self._outcome(d, presettled, PN_ACCEPTED)
+            return True
+        return False
+
+    def _post(self, d, presettled: bool, txn, plan) -> None:
+        """Hand the plan on: to its transaction, or to the post office, settled at once when
+        nothing is to be stored (or the sender settled it), else once the store has it."""
         if txn is None and self.broker.forwarder is not None and self.broker.forwarder.remote_part(plan):
             self.broker.forwarder.forward(plan, self._completion(None if presettled else d))  # [ha] cluster
             return lib.pn_delivery_settle(d) if presettled else None
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
+        po = self.postoffice
         if presettled:
             if not po.post_now(plan):
                 po.post(plan, self._completion(None))  # no outcome owed; the credit waits
@@ -410,9 +457,9 @@ class ProducerLink:
         if txn is not None:  # [transactions]
             coordinator.transfer_failed(txn, presettled, condition, description)
 
-    def _outcome(self, d, presettled: bool, outcome: int, condition: str | None = None,
+    def _outcome(self, d, presettled: bool, outcome: int | None, condition: str | None = None,
                  description: str = "") -> None:
-        if not presettled:
+        if not presettled and outcome is not None:
             if condition is not None:
                 set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)), condition, description)
             lib.pn_delivery_update(d, outcome)
@@ -426,11 +473,9 @@ class ProducerLink:
     def _end(self, condition: str, description: str) -> None:
         self.conn.end_link(self, condition, description)
 
-    def on_flow(self) -> None:
-        pass
-
-    def set_blocked(self, blocked: bool) -> None:
-        pass
+    def settle(self, d, outcome: int | None = None, condition: str | None = None,
+               description: str = "") -> None:
+        self._outcome(d, bool(lib.pn_delivery_settled(d)), outcome, condition, description)
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False

@@ -510,6 +510,24 @@ def test_one_transaction_spans_links_on_several_sessions(broker):
     plain.close()
 
 
+def test_a_transaction_is_known_only_on_the_connection_that_declared_it(broker):
+    plain = connect(broker.url)
+    r = plain.create_receiver("tx.owned", credit=10)
+    owner, other = TxClient(broker.url), TxClient(broker.url)
+    owner.declare()
+    txn = owner.declare()  # ids count per connection: the other's first one is not this one
+    other.declare()  # the other connection has transactions of its own, just not this one
+    state, _, condition = other.send_with_txn_id(other.sender("tx.owned"), "stolen", bytes(txn.id)).result(TIMEOUT)
+    assert (state, condition) == (Delivery.REJECTED, "amqp:illegal-state")
+    owner.send(owner.sender("tx.owned"), "owned", txn).result(TIMEOUT)
+    assert owner.commit(txn) == ("committed", None)
+    assert receive_bodies(r, 1) == ["owned"]
+    assert nothing_more(r)
+    owner.close()
+    other.close()
+    plain.close()
+
+
 def test_closing_the_connection_rolls_back_open_transactions(broker):
     plain = connect(broker.url)
     r = plain.create_receiver("tx.closed.out", credit=5)
