@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .core.forwarding import Entry, Forwarder, find_cycles
+from .core.address import QueuePurpose
 from .core.message import ANYCAST, MULTICAST, Message
 from .core.virtual_topics import VirtualTopic
 from .core.wildcards import matches
@@ -64,7 +65,7 @@ def install(po, config, installed: list[Forwarder]) -> list[Forwarder]:
     for c in config.composites:
         keeps = not c["forward_only"] or c["send_when_not_matched"]
         if c["kind"] == "queue" and keeps:
-            po.create_queue(c["name"], c["name"], ANYCAST, purpose="composite")
+            po.create_queue(c["name"], c["name"], ANYCAST, purpose=QueuePurpose.COMPOSITE)
         elif c["kind"] == "queue":
             po.create_address(c["name"], {ANYCAST})
         else:

@@ -5,15 +5,27 @@ every multicast queue gets its own copy. A message with no routing type reaches 
 """
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING
 
-from .message import ANYCAST, MULTICAST, Message
+from .message import ANYCAST, MULTICAST, Message, RoutingType
 from .wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from .queue import Queue
 
 FQQN_SEPARATOR = "::"
+
+
+class QueuePurpose(enum.StrEnum):
+    """Why a queue exists (persisted with it, shown by management; a `str` like RoutingType)."""
+    CONFIGURED = "configured"  # the configuration or a management call made it
+    AUTO = "auto"  # auto-created for a link or a send
+    SUBSCRIPTION = "subscription"  # a topic subscription (durable or shared)
+    VIRTUAL_TOPIC = "virtual-topic"  # a virtual topic's consumer-group queue
+    TEMPORARY = "temporary"  # a dynamic node
+    DEAD_LETTER = "dead-letter"  # made on first use as a dead-letter or expiry target
+    COMPOSITE = "composite"  # a composite queue that keeps the original
 
 
 def split_fqqn(name: str) -> tuple[str, str | None]:
@@ -99,3 +111,6 @@ class Address:
 
     def __repr__(self) -> str:
         return f"<Address {self.name} {sorted(self.routing_types)}>"
+
+
+__all__ = ["Address", "FQQN_SEPARATOR", "QueuePurpose", "RoutingType", "split_fqqn"]

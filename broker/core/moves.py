@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from . import ports
 from .forwarding import orig_annotations
+from .address import QueuePurpose
 from .message import ANYCAST, Message
 
 if TYPE_CHECKING:
@@ -72,6 +73,6 @@ def plan_copy(po: PostOffice, message: Message, via: str, target: str, extra: di
     copy.id = po.next_message_id()
     address = po.addresses.get(target)
     if address is None or not address.queues:
-        po.create_queue(target, target, ANYCAST, durable=True, purpose="dead-letter")
+        po.create_queue(target, target, ANYCAST, durable=True, purpose=QueuePurpose.DEAD_LETTER)
     plan.extend(po.route(copy, target, None))
     return target

@@ -13,7 +13,7 @@ from typing import Callable
 from . import ports
 from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
-from .address import Address
+from .address import Address, QueuePurpose, RoutingType
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
 from . import moves
@@ -124,6 +124,7 @@ class PostOffice:
     def create_address(self, name: str, routing_types, *, auto_created: bool = False,
                        temporary: bool = False, persist: bool = True) -> Address:
         address = self.addresses.get(name)
+        routing_types = {RoutingType(t).value for t in routing_types}
         if address is None:
             if self.creation_guard is not None and not temporary:
                 self.creation_guard("create_address", name)
@@ -233,11 +234,13 @@ class PostOffice:
                      durable: bool = True, filter_text: str | None = None, filter=None,
                      max_consumers: int = -1, exclusive: bool = False,
                      last_value_key: str | None = None, auto_created: bool = False,
-                     purpose: str = "configured", temporary: bool = False,
+                     purpose: str = QueuePurpose.CONFIGURED, temporary: bool = False,
                      extra: dict | None = None, persist: bool = True) -> Queue:
         existing = self.queues.get(name)
         if existing is not None:
             return existing
+        # Held as the plain values: records, management output and the wire see strings.
+        routing_type, purpose = RoutingType(routing_type).value, QueuePurpose(purpose).value
         if self.creation_guard is not None and durable and not temporary:
             self.creation_guard("create_durable_queue", address_name)
         address = self.addresses.get(address_name)
@@ -414,7 +417,7 @@ class PostOffice:
         if rt == ANYCAST and not address.anycast:
             if not self.settings_for(name).auto_create_queues:
                 raise AddressNotFound(f"target address {name} has no anycast queue")
-            self.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
+            self.create_queue(name, name, ANYCAST, auto_created=True, purpose=QueuePurpose.AUTO)
         return address
 
     def post_now(self, plan: Plan) -> bool:

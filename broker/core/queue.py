@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable
 from . import ports
 from .backlog import Backlog, Schedule
 from .consumer import Consumer, Ref
+from .address import QueuePurpose
 from .message import ANYCAST, Message
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class Queue:
     def __init__(self, postoffice: PostOffice, name: str, address: Address, routing_type: str = ANYCAST, *,
                  durable: bool = True, filter=None, filter_text: str | None = None,
                  max_consumers: int = -1, exclusive: bool = False, last_value_key: str | None = None,
-                 auto_created: bool = False, purpose: str = "configured", temporary: bool = False,
+                 auto_created: bool = False, purpose: str = QueuePurpose.CONFIGURED, temporary: bool = False,
                  extra: dict | None = None):
         self.postoffice = postoffice
         self.name = name
@@ -74,7 +75,7 @@ class Queue:
         # Annotations added to each message as it goes out (a virtual topic's queue records
         # the topic a message came from, as ActiveMQ Classic's copies do).
         self.outbound_annotations: dict | None = (
-            {"x-opt-ORIG-ADDRESS": address.name} if purpose == "virtual-topic" else None)
+            {"x-opt-ORIG-ADDRESS": address.name} if purpose == QueuePurpose.VIRTUAL_TOPIC else None)
         self.backlog = Backlog()
         self.scheduled = Schedule()
         self._timer = None
