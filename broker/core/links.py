@@ -52,9 +52,10 @@ def blocked_downstream(po: PostOffice, target: ProducerTarget) -> bool:
         names = [p.address for p in target.parts]
     else:
         address = po.addresses.get(target.address) if target.address else None
-        if address is None or not address.forwarders:
+        diverts = address.bindings.all_diverts() if address is not None else []
+        if not diverts:
             return False
-        names = [e.address for f in address.forwarders for e in f.entries]
+        names = [t.address for d in diverts for t in d.targets]
     return any(po.flow.verdict(n) == BLOCK for n in names)
 
 
@@ -156,8 +157,8 @@ def _anycast_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
     queue = address.queues.get(address.name)
     if queue is not None and queue.routing_type == ANYCAST:
         return queue
-    if address.anycast:
-        return address.anycast[0]
+    if address.bindings.anycast:
+        return address.bindings.anycast[0]
     if not po.settings_for(address.name).auto_create_queues:
         raise QueueNotFound(f"address {address.name} has no anycast queue")
     if ANYCAST not in address.routing_types:

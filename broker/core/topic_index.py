@@ -1,6 +1,6 @@
 """Indexes that make wildcard binding cost what it binds, not what the broker already holds.
 
-Binding a wildcard subscription or a diverts' wildcard source pairs patterns with concrete
+Binding a wildcard subscription or a divert's wildcard source pairs patterns with concrete
 address names. Testing every pattern against every address makes each attach cost O(addresses)
 or O(patterns); with 100,000 subscriptions on one topic tree, setting them up took hours. Two
 word tries answer the two questions instead (the semantics are exactly `wildcards.matches`:
@@ -130,7 +130,7 @@ class AddressTrie:
 
 
 class PatternTrie(Generic[V]):
-    """Values (queues, forwarders) registered under patterns; `matching(address)` returns those
+    """Values (queues, diverts) registered under patterns; `matching(address)` returns those
     whose pattern matches, in registration order."""
 
     def __init__(self) -> None:
