@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .forwarding import Divert
 from .message import ANYCAST, MULTICAST, Message
 
 if TYPE_CHECKING:
     from .address import Address
-    from .forwarding import Divert
     from .postoffice import Plan, PostOffice
     from .queue import Queue
 
@@ -71,6 +71,20 @@ class Bindings:
                 self.anycast.remove(queue)
         else:
             self.multicast.pop(queue, None)
+
+    def add(self, binding: Queue | Divert) -> None:
+        """Bind what a pattern brought here (`topic_index.BindingIndex`): a divert, or a
+        wildcard subscription's queue (bound to another address, so not one of `queues`)."""
+        if isinstance(binding, Divert):
+            self.add_divert(binding)
+        else:
+            self.add_queue(binding, own=False)
+
+    def remove(self, binding: Queue | Divert) -> None:
+        if isinstance(binding, Divert):
+            self.remove_divert(binding)
+        else:
+            self.remove_queue(binding, own=False)
 
     def add_divert(self, divert: Divert) -> None:
         group = self.exclusive if divert.exclusive else self.diverts
@@ -155,6 +169,16 @@ class Bindings:
             for q in self.multicast:
                 if q.filter is None or q.filter(message):
                     out.append(q)
+
+    def refusal(self, routing_type: str | None, queue_name: str | None) -> str | None:
+        """Why a send here that reached no queue must be refused (its target is missing), or
+        None when the bindings drop it by design (a multicast address with no subscription,
+        filters that take nothing, diverts that keep no original)."""
+        if queue_name is not None:
+            return None if queue_name in self.queues else f"queue {self.name}::{queue_name} does not exist"
+        if routing_type == ANYCAST and not self.anycast and not (self.exclusive or self.diverts):
+            return f"address {self.name} has no anycast queue"
+        return None
 
     def in_use(self) -> bool:
         """Anything of the address's own bound (a wildcard subscription's queue is not)."""

@@ -23,7 +23,7 @@ from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .latency import LatencyHistogram
 from .settings import AddressSettings, SettingsRepository
-from .topic_index import AddressTrie, PatternTrie
+from .topic_index import BindingIndex
 from .wildcards import is_wildcard
 
 log = logging.getLogger("hermod.core")
@@ -82,8 +82,7 @@ class PostOffice:
         # Pay for wildcards at bind time, in proportion to what is bound (topic_index.py): the
         # concrete addresses by word, and the bindings that follow a pattern (the multicast
         # queues of wildcard addresses, the diverts by their source) by pattern.
-        self.address_index = AddressTrie()
-        self.binding_index: PatternTrie[Queue | Divert] = PatternTrie()
+        self.bound = BindingIndex()
         self.diverts: list[Divert] = []
         self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
@@ -134,8 +133,7 @@ class PostOffice:
             self.retaining = self.retaining or address.retains
             self.addresses[name] = address
             if not address.wildcard:
-                self.address_index.add(name)
-                self._bind_wildcards(address)
+                self.bound.address_created(address)
             if persist and not temporary:
                 self._persist_address(address)
         elif not set(routing_types) <= address.routing_types:
@@ -144,43 +142,26 @@ class PostOffice:
                 self._persist_address(address)
         return address
 
-    def _bind_wildcards(self, address: Address) -> None:
-        """A new concrete address gets the wildcard subscriptions and diverts matching it."""
-        bindings = address.bindings
-        for binding in self.binding_index.matching(address.name):
-            if isinstance(binding, Divert):
-                bindings.add_divert(binding)
-            else:
-                bindings.add_queue(binding, own=False)
-
-    def _matching_addresses(self, pattern: str) -> list[Address]:
-        """The concrete addresses a pattern (or an exact name) matches."""
-        return [self.addresses[name] for name in self.address_index.matching(pattern)]
-
     def _forget_address(self, name: str) -> Address | None:
         address = self.addresses.pop(name, None)
         if address is not None and not address.wildcard:
-            self.address_index.remove(name)
+            self.bound.address_removed(name)
         return address
 
     def add_divert(self, divert: Divert) -> None:
         """Bind a divert or composite to its source address (or every address its wildcard
         source matches, now and later)."""
         self.diverts.append(divert)
-        self.binding_index.add(divert.source, divert)
         if not is_wildcard(divert.source) and divert.source not in self.addresses:
             rt = divert.applies_to or self.settings_for(divert.source).default_routing_type
             self.create_address(divert.source, {rt}, persist=False)
-        for address in self._matching_addresses(divert.source):
-            address.bindings.add_divert(divert)
+        self.bound.bind(divert.source, divert, self.addresses)
 
     def remove_divert(self, divert: Divert) -> None:
         """Unbind a divert or composite from every address (a configuration reload)."""
         if divert in self.diverts:
             self.diverts.remove(divert)
-        self.binding_index.remove(divert.source, divert)
-        for address in self._matching_addresses(divert.source):
-            address.bindings.remove_divert(divert)
+        self.bound.unbind(divert.source, divert, self.addresses)
 
     def replace_settings(self, settings: SettingsRepository) -> None:
         """New address settings (a configuration reload): every later lookup reads them, and
@@ -257,9 +238,7 @@ class PostOffice:
         if address.wildcard and routing_type == MULTICAST:
             # Pay for wildcards at bind time: the queue joins every matching address now, and
             # each matching address created later (`_bind_wildcards`); a send stays a lookup.
-            self.binding_index.add(address.name, queue)
-            for other in self._matching_addresses(address.name):
-                other.bindings.add_queue(queue, own=False)
+            self.bound.bind(address.name, queue, self.addresses)
         if persist and queue.durable and self.journal.durable:
             queue.persisted = False  # attaches that made it are answered once it is stored
             self.journal.submit([ports.PutQueue(queue.record())], queue.stored)
@@ -282,9 +261,7 @@ class PostOffice:
             self.lingering.cancel(queue)
         queue.address.bindings.remove_queue(queue)
         if queue.address.wildcard and queue.routing_type == MULTICAST:
-            self.binding_index.remove(queue.address.name, queue)
-            for other in self._matching_addresses(queue.address.name):
-                other.bindings.remove_queue(queue, own=False)
+            self.bound.unbind(queue.address.name, queue, self.addresses)
         for consumer in list(queue.consumers):
             consumer.link.queue_deleted(consumer)
         queue.consumers.clear()
@@ -340,20 +317,14 @@ class PostOffice:
     def unrouted(self, plan: Plan, address_name: str, routing_type: str | None,
                  queue_name: str | None = None) -> str | None:
         """Why a send that reached no queue must be refused (its target is gone), or None when
-        the plan reached a queue or the routing rules drop it by design (a multicast address
-        with no subscription, filters that take nothing, diverts that keep no original)."""
+        the plan reached a queue or the bindings drop it by design (`Bindings.refusal`)."""
         for _message, queues in plan:
             if queues:
                 return None
         address = self.addresses.get(address_name)
         if address is None:
             return f"address {address_name} does not exist"
-        if queue_name is not None:
-            return None if queue_name in address.queues else f"queue {address_name}::{queue_name} does not exist"
-        bindings = address.bindings
-        if routing_type == ANYCAST and not bindings.anycast and not (bindings.exclusive or bindings.diverts):
-            return f"address {address_name} has no anycast queue"
-        return None
+        return address.bindings.refusal(routing_type, queue_name)
 
     def admit(self, plan: Plan) -> str | None:
         """Apply the address-full policy of every destination of a plan that reaches several

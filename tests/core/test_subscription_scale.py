@@ -54,8 +54,7 @@ class Work:
         wildcards._matches_cached.cache_clear()
 
     def total(self) -> int:
-        visited = sum(getattr(getattr(self.po, name, None), "visited", 0)
-                      for name in ("address_index", "binding_index"))
+        visited = self.po.bound.addresses.visited + self.po.bound.patterns.visited
         return self.calls + visited
 
     def of(self, fn) -> int:
