@@ -20,7 +20,8 @@ def explain(po, virtual_topics, message: Message, address: str, routing_type: st
 
 
 def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
-          queues: list) -> None:
+          queues: list, way: tuple[str, ...] = ()) -> None:
+    """`way`: the addresses the copy came through (a copy back into one is in a cycle)."""
     step = {"kind": "address", "name": name, "routing_type": rt}
     steps.append(step)
     address = po.addresses.get(name)
@@ -38,7 +39,7 @@ def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, ste
     if is_virtual(virtual_topics, name):
         steps.append({"kind": "virtual-topic", "name": name, "passed": True,
                       "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % name})
-    if hops >= MAX_FORWARD_HOPS:
+    if hops >= MAX_FORWARD_HOPS or name in way:
         steps.append({"kind": "cycle", "name": name, "passed": False,
                       "detail": "forwarded too often: goes to the dead-letter address"})
         return
@@ -54,7 +55,7 @@ def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, ste
                           "to": [t.address for t in targets]})
             for t in targets:
                 _walk(po, virtual_topics, message, t.address, t.copy_routing_type(message), hops + 1,
-                      steps, queues)
+                      steps, queues, way + (name,))
             if exclusive and not d.keeps_original(bool(targets)):
                 keep = False
     if not keep:
