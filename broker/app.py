@@ -69,7 +69,7 @@ class Broker:
             self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
         self.auth = Authenticator(config.security)
         self.permissions = Permissions(config.security.get("permissions", ()))
-        self.forwarders: list = []  # the configured diverts and composites, as installed
+        self.diverts: list = []  # the configured diverts and composites, as installed
         self.acting: Principal | None = None  # whose attach or send is being handled
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
@@ -92,12 +92,12 @@ class Broker:
         if self.cluster is not None:  # ids from blocks of the shared counter, not max(id) + 1
             self.postoffice._ids = self.cluster.ids
         self.create_configured(self.config)
-        self.forwarders = routing.install(self.postoffice, self.config, self.build_forwarders(self.config))
+        self.diverts = routing.install(self.postoffice, self.config, self.build_diverts(self.config))
 
-    def build_forwarders(self, config: Config) -> list:
-        """`config`'s diverts and composites as core forwarders, transformers loaded (raises
+    def build_diverts(self, config: Config) -> list:
+        """`config`'s diverts and composites as core diverts, transformers loaded (raises
         RoutingConfigError); a reload builds them before it changes anything."""
-        return routing.forwarders(config, self.compile_filter, load_transformer)
+        return routing.diverts(config, self.compile_filter, load_transformer)
 
     def create_configured(self, config: Config) -> None:
         """The `[[address]]` entries and their queues; ones that exist already are kept as

@@ -44,7 +44,7 @@ class Prepared:
     permissions: Permissions
     virtual_topics: list
     settings: object
-    forwarders: list | None  # None: diverts and composites unchanged
+    diverts: list | None  # None: diverts and composites unchanged
 
 
 class ReloadError(Exception):
@@ -86,9 +86,9 @@ def prepare(broker, load: Callable[[], Config]) -> Prepared:
         auth = Authenticator(new.security)
         permissions = Permissions(new.security.get("permissions", ()))
         virtual_topics = routing.virtual_topics(new)
-        forwarders = None
+        diverts = None
         if (new.diverts, new.composites) != (old.diverts, old.composites):
-            forwarders = broker.build_forwarders(new)
+            diverts = broker.build_diverts(new)
         if new.tls is not None:
             from .protocol.tls import server_context
             server_context(new.tls)  # the files load: the running context takes them in apply
@@ -96,7 +96,7 @@ def prepare(broker, load: Callable[[], Config]) -> Prepared:
         raise ReloadError(str(e)) from None
     running = _running(old, new)
     return Prepared(running, restart_keys(old, new), auth, permissions, virtual_topics,
-                    address_settings(running, virtual_topics), forwarders)
+                    address_settings(running, virtual_topics), diverts)
 
 
 def apply(broker, server, p: Prepared) -> None:
@@ -108,10 +108,10 @@ def apply(broker, server, p: Prepared) -> None:
     broker.permissions = p.permissions
     broker.validate_user_id = p.config.security.get("validate_user_id", False)
     broker.create_configured(p.config)
-    if p.forwarders is not None:
-        for f in broker.forwarders:
-            po.remove_forwarder(f)
-        broker.forwarders = routing.install(po, p.config, p.forwarders)
+    if p.diverts is not None:
+        for d in broker.diverts:
+            po.remove_divert(d)
+        broker.diverts = routing.install(po, p.config, p.diverts)
     old = broker.config
     broker.config = p.config
     if server is not None and server.tls_context is not None and p.config.tls is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import ports
 from .message import ANYCAST, Message
+from .address import QueuePurpose
 
 if TYPE_CHECKING:
     from .consumer import Ref
@@ -77,7 +78,7 @@ def plan_copy(host: CopyHost, message: Message, via: str, target: str, extra: di
     copy.id = host.next_message_id()
     address = host.addresses.get(target)
     if address is None or not address.queues:
-        host.create_queue(target, target, ANYCAST, durable=True, purpose="dead-letter")
+        host.create_queue(target, target, ANYCAST, durable=True, purpose=QueuePurpose.DEAD_LETTER)
     plan.extend(host.route(copy, target, None))
     return target
 

@@ -1,30 +1,31 @@
-"""Forwarding bindings: Artemis diverts and ActiveMQ Classic composite destinations, one mechanism.
+"""Diverts: Artemis diverts and ActiveMQ Classic composite destinations, one mechanism.
 
-A `Forwarder` is bound to an address like a queue is. When a message is routed to that address,
-each matching entry of the forwarder gets a copy of the message (new id, `x-opt-ORIG-*`
-annotations, routing type rewritten as the entry says), and the copy is routed again to the
-entry's address, so targets may themselves forward. Whether the address's own queues still get
-the original is the forwarder's `keeps_original` rule:
+A `Divert` is a binding (`bindings.py`) on its source address, or on every address its wildcard
+source matches. When a message is routed there, each matching `Target` of the divert gets a copy
+of the message (new id, `x-opt-ORIG-*` annotations, routing type set as the target says), and the
+copy re-enters routing at the target's address through the send's `RoutingContext`, so targets
+may themselves divert. Whether the address's other bindings still get the original is the
+divert's `keeps_original` rule:
 
 - divert, exclusive: only when it did not fire; non-exclusive: always;
-- composite: when `forward_only` is false, or when nothing matched and `send_when_not_matched`.
+- composite (always exclusive): when `forward_only` is false, or when nothing matched and
+  `send_when_not_matched`.
 
-Evaluation on one address (Artemis order): every exclusive forwarder whose filter matches fires;
-if any of them says the original is not kept, nothing else on the address gets it; otherwise
-the non-exclusive forwarders fire and the address's queues take it.
+A composite queue or topic (`[[composite]]`) is a divert bound to the composite's own address
+whose targets are its `forward` destinations, each with an optional selector.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from .copies import plan_copy
+from .copies import orig_annotations
 from .errors import HermodError
-from .message import ANYCAST, MULTICAST, Message
+from .message import Message, RoutingType
 
 if TYPE_CHECKING:
-    from .postoffice import PostOffice
+    from .bindings import RoutingContext
 
 log = logging.getLogger("hermod.core")
 
@@ -32,15 +33,23 @@ MAX_FORWARD_HOPS = 16  # a message forwarded more often is in a cycle: dead-lett
 
 Predicate = Callable[[Message], bool]
 
-# How an entry sets the routing type of its copy.
+# How a target sets the routing type of its copy (the divert's `routing_type`).
 FORCE_ANYCAST, FORCE_MULTICAST, PASS, STRIP = "anycast", "multicast", "pass", "strip"
+# What a divert was configured as (`[[divert]]` or `[[composite]]`; management shows it).
+DIVERT, COMPOSITE = "divert", "composite"
 
 
 @dataclass(slots=True)
-class Entry:
+class Target:
+    """Where a divert sends its copies: an address, how the copy's routing type is set, and
+    (a composite's destinations) a selector."""
     address: str
     routing_type: str = STRIP  # anycast | multicast | pass | strip
     filter: Predicate | None = None
+
+    def __post_init__(self) -> None:
+        if self.routing_type in (FORCE_ANYCAST, FORCE_MULTICAST):
+            self.routing_type = RoutingType(self.routing_type).value  # copies carry plain strings
 
     def copy_routing_type(self, message: Message) -> str | None:
         rt = self.routing_type
@@ -52,11 +61,13 @@ class Entry:
 
 
 @dataclass(slots=True, eq=False)
-class Forwarder:
+class Divert:
+    """A divert binding. Its routing name is its (unique) name: every divert that applies fires,
+    none shares a turn with another binding."""
     name: str
     source: str  # an address or a wildcard pattern
-    entries: list[Entry]
-    kind: str = "divert"  # divert | composite
+    targets: list[Target]
+    kind: str = DIVERT  # divert | composite
     exclusive: bool = False
     filter: Predicate | None = None
     transformer: Callable[[Message], Message] | None = None
@@ -65,122 +76,99 @@ class Forwarder:
     send_when_not_matched: bool = False
     applies_to: str | None = None  # a composite queue takes anycast sends, a topic multicast ones
     fired: int = 0
-    bound_to: list = field(default_factory=list)
+
+    @property
+    def routing_name(self) -> str:
+        return self.name
 
     def applies(self, message: Message, routing_type: str | None) -> bool:
         if self.applies_to is not None and routing_type is not None and routing_type != self.applies_to:
             return False
         return self.filter is None or self.filter(message)
 
-    def matching_entries(self, message: Message) -> list[Entry]:
-        return [e for e in self.entries if e.filter is None or e.filter(message)]
+    def matching_targets(self, message: Message) -> list[Target]:
+        return [t for t in self.targets if t.filter is None or t.filter(message)]
 
     def keeps_original(self, matched: bool) -> bool:
-        if self.kind == "composite":
+        if self.kind == COMPOSITE:
             return (not self.forward_only) or (not matched and self.send_when_not_matched)
         return not (self.exclusive and matched)
 
+    def route(self, message: Message, routing_type: str | None, context: RoutingContext) -> bool:
+        """Fire when the divert applies; True when the address's other bindings still get the
+        original (the rule above)."""
+        if not self.applies(message, routing_type):
+            return True
+        targets = self.matching_targets(message)
+        if targets:
+            self.fire(message, targets, context)
+        return self.keeps_original(bool(targets))
 
-def route_through(po: PostOffice, message: Message, address, routing_type: str | None, plan: list) -> None:
-    """Route through the forwarders bound to `address` (the rule above), then its queues."""
-    if address.forwarders:
-        if not message.id:
-            message.id = po.next_message_id()
-        keep = True
-        for f in address.forwarders:
-            if not f.exclusive or not f.applies(message, routing_type):
-                continue
-            entries = f.matching_entries(message)
-            if entries:
-                fire(po, f, message, entries, plan)
-            if not f.keeps_original(bool(entries)):
-                keep = False
-        if not keep:
-            plan.append((message, []))
-            return
-        for f in address.forwarders:
-            if not f.exclusive and f.applies(message, routing_type):
-                entries = f.matching_entries(message)
-                if entries:
-                    fire(po, f, message, entries, plan)
-    out: list = []
-    address.route(message, routing_type, out)
-    plan.append((message, out))
-
-
-def fire(po: PostOffice, f: Forwarder, message: Message, entries: list[Entry], plan: list) -> None:
-    """Each matching entry gets a copy routed again to its address (auto-create applies)."""
-    f.fired += 1
-    annotate = po.annotate
-    assert annotate is not None, "a post office with forwarders has the codec's annotate"
-    for entry in entries:
-        if message.hops >= MAX_FORWARD_HOPS:
-            log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
-                        "it goes to the dead-letter address", message.id, message.hops, f.name)
-            plan_copy(po, message, f.name, po.settings_for(message.address).dead_letter_address,
-                            {}, plan)
-            return
-        rt = entry.copy_routing_type(message)
-        copy = annotate(message, orig_annotations(message, f.name), entry.address)
-        copy.routing_type = rt
-        copy.id = po.next_message_id()
-        copy.hops = message.hops + 1
-        if f.transformer is not None:
+    def fire(self, message: Message, targets: list[Target], context: RoutingContext) -> None:
+        """Each matching target gets a copy that re-enters routing at its address (auto-create
+        applies); a copy in a cycle goes to the dead-letter address instead."""
+        self.fired += 1
+        po = context.postoffice
+        annotate = po.annotate
+        assert annotate is not None, "a post office with diverts has the codec's annotate"
+        for target in targets:
+            if message.hops >= MAX_FORWARD_HOPS or context.visiting(target.address):
+                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
+                            "it goes to the dead-letter address", message.id, message.hops, self.name)
+                context.dead_letter(message, self.name)
+                return
+            rt = target.copy_routing_type(message)
+            copy = annotate(message, orig_annotations(message, self.name), target.address)
+            copy.routing_type = rt
+            copy.id = po.next_message_id()
+            copy.hops = message.hops + 1
+            if self.transformer is not None:
+                try:
+                    copy = self.transformer(copy)
+                except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+                    log.exception("transformer of %s failed; the copy is not forwarded", self.name)
+                    continue
             try:
-                copy = f.transformer(copy)
-            except Exception:  # noqa: BLE001 - a user's transformer must not break routing
-                log.exception("transformer of %s failed; the copy is not forwarded", f.name)
+                address = po.ensure_send_target(target.address, po.resolve_send_routing_type(target.address, rt))
+            except HermodError as e:
+                log.warning("%s cannot forward to %s: %s", self.name, target.address, e)
                 continue
-        try:
-            po.ensure_send_target(entry.address, po.resolve_send_routing_type(entry.address, rt))
-        except HermodError as e:
-            log.warning("%s cannot forward to %s: %s", f.name, entry.address, e)
-            continue
-        route_through(po, copy, po.addresses[entry.address], rt, plan)
+            context.route(copy, address, rt)
 
 
-def orig_annotations(message: Message, via: str) -> dict:
-    """The `x-opt-ORIG-*` annotations a forwarded or dead-lettered copy carries."""
-    extra = {"x-opt-ORIG-ADDRESS": message.address, "x-opt-ORIG-MESSAGE-ID": message.id,
-             "x-opt-ORIG-QUEUE": via}
-    if message.routing_type is not None:
-        extra["x-opt-ORIG-ROUTING-TYPE"] = 1 if message.routing_type == ANYCAST else 0
-    return extra
+def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> list[list[str]]:
+    """Rings of diverts (a divert to its own address, A -> B -> A, ...) among configured
+    diverts and composites; wildcard sources count when the target address matches them."""
+    by_source: dict[str, list[Divert]] = {}
+    for d in diverts:
+        by_source.setdefault(d.source, []).append(d)
 
-
-def find_cycles(forwarders: list[Forwarder], matches: Callable[[str, str], bool]) -> list[list[str]]:
-    """Rings of forwarders (a divert to its own address, A -> B -> A, ...) among configured
-    forwarders; wildcard sources count when the target address matches them."""
-    by_source: dict[str, list[Forwarder]] = {}
-    for f in forwarders:
-        by_source.setdefault(f.source, []).append(f)
-
-    def next_hops(f: Forwarder) -> list[Forwarder]:
+    def next_hops(d: Divert) -> list[Divert]:
         out = []
-        for e in f.entries:
+        for t in d.targets:
             for source, group in by_source.items():
-                if source == e.address or matches(source, e.address):
+                if source == t.address or matches(source, t.address):
                     out.extend(group)
         return out
 
     cycles: list[list[str]] = []
     seen_rings: set[frozenset[str]] = set()
 
-    def visit(f: Forwarder, path: list[Forwarder]) -> None:
-        if f in path:
-            ring = path[path.index(f):]
+    def visit(d: Divert, path: list[Divert]) -> None:
+        if d in path:
+            ring = path[path.index(d):]
             key = frozenset(x.name for x in ring)
             if key not in seen_rings:
                 seen_rings.add(key)
                 cycles.append([x.name for x in ring])
             return
-        for nxt in next_hops(f):
-            visit(nxt, path + [f])
+        for nxt in next_hops(d):
+            visit(nxt, path + [d])
 
-    for f in forwarders:
-        visit(f, [])
+    for d in diverts:
+        visit(d, [])
     return cycles
 
 
-__all__ = ["Entry", "Forwarder", "orig_annotations", "find_cycles", "FORCE_ANYCAST",
-           "FORCE_MULTICAST", "PASS", "STRIP", "MULTICAST"]
+__all__ = ["Divert", "Target", "orig_annotations", "find_cycles", "FORCE_ANYCAST",
+           "FORCE_MULTICAST", "PASS", "STRIP", "DIVERT", "COMPOSITE", "MAX_FORWARD_HOPS"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from .address import Address
+from .address import Address, QueuePurpose
 from .errors import (IllegalState, InvalidField, NotAuthorized, QueueNotFound,
                      ResourceLimitExceeded, RoutingTypeMismatch)
 from .flow import BLOCK
@@ -52,9 +52,10 @@ def blocked_downstream(po: PostOffice, target: ProducerTarget) -> bool:
         names = [p.address for p in target.parts]
     else:
         address = po.addresses.get(target.address) if target.address else None
-        if address is None or not address.forwarders:
+        diverts = address.bindings.all_diverts() if address is not None else []
+        if not diverts:
             return False
-        names = [e.address for f in address.forwarders for e in f.entries]
+        names = [t.address for d in diverts for t in d.targets]
     return any(po.flow.verdict(n) == BLOCK for n in names)
 
 
@@ -71,7 +72,7 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
     if req.dynamic:
         name = str(uuid.uuid4())
         if req.temporary_kind == ANYCAST:
-            po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
+            po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY)
         else:
             po.create_address(name, {MULTICAST}, temporary=True)
         return ProducerTarget(name, req.temporary_kind, req.temporary_kind, temporary=True)
@@ -113,7 +114,7 @@ def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> C
     """Resolve the queue a consumer reads (creating it when allowed) and attach to it."""
     if req.dynamic:
         name = str(uuid.uuid4())
-        temporary = po.create_queue(name, name, ANYCAST, temporary=True, purpose="temporary")
+        temporary = po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY)
         return _attach(temporary, req, link, owner)
     if not req.address:
         raise InvalidField("empty source address")
@@ -142,7 +143,7 @@ def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> C
             if not po.settings_for(address.name).auto_create_queues:
                 raise QueueNotFound(f"queue {req.address}::{req.queue} does not exist")
             queue = po.create_queue(req.queue, address.name, MULTICAST, filter_text=req.selector,
-                                    filter=req.selector_predicate, auto_created=True, purpose="auto")
+                                    filter=req.selector_predicate, auto_created=True, purpose=QueuePurpose.AUTO)
         return _attach(queue, req, link, owner, selector_on_queue=queue.filter_text == req.selector)
     return _attach(_subscription_queue(po, address, req), req, link, owner, selector_on_queue=True)
 
@@ -156,13 +157,13 @@ def _anycast_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
     queue = address.queues.get(address.name)
     if queue is not None and queue.routing_type == ANYCAST:
         return queue
-    if address.anycast:
-        return address.anycast[0]
+    if address.bindings.anycast:
+        return address.bindings.anycast[0]
     if not po.settings_for(address.name).auto_create_queues:
         raise QueueNotFound(f"address {address.name} has no anycast queue")
     if ANYCAST not in address.routing_types:
         po.ensure_address(address.name, ANYCAST)
-    return po.create_queue(address.name, address.name, ANYCAST, auto_created=True, purpose="auto")
+    return po.create_queue(address.name, address.name, ANYCAST, auto_created=True, purpose=QueuePurpose.AUTO)
 
 
 def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
@@ -182,7 +183,7 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
         queue = po.create_queue(
             name, address.name, MULTICAST, durable=req.durable, filter_text=_filter_text(req),
             filter=req.selector_predicate, max_consumers=-1 if req.shared else 1, auto_created=not req.durable,
-            purpose="subscription", temporary=not req.durable and not req.shared,
+            purpose=QueuePurpose.SUBSCRIPTION, temporary=not req.durable and not req.shared,
             extra=_subscription_extra(req))
     return queue
 
@@ -225,7 +226,7 @@ def attach_virtual_topic_consumer(po: PostOffice, vt, topic: str, req: ConsumerR
     po.ensure_address(topic, MULTICAST)
     queue = po.queues.get(req.address)
     if queue is None:
-        queue = po.create_queue(req.address, topic, MULTICAST, durable=True, purpose="virtual-topic",
+        queue = po.create_queue(req.address, topic, MULTICAST, durable=True, purpose=QueuePurpose.VIRTUAL_TOPIC,
                                 extra={"selector_aware": vt.selector_aware, "selector_cache": vt.selector_cache})
     elif queue.address.name != topic:
         raise IllegalState(f"queue {req.address} exists on address {queue.address.name}")
@@ -245,16 +246,16 @@ def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = F
     adapter to start its terminus expiry countdown (core.lingering); `link_key` (container id,
     link name) finds a subscription again."""
     queue = consumer.queue
-    expirable = queue.temporary or (queue.purpose == "subscription" and not queue.durable)
+    expirable = queue.temporary or (queue.purpose == QueuePurpose.SUBSCRIPTION and not queue.durable)
     kept = None
     if keep and expirable and not unsubscribe and queue.consumers == [consumer] and not queue.deleted:
         # Kept before its last consumer goes, so the idle check does not auto-delete it.
-        po.lingering.keep(queue, link_key if queue.purpose == "subscription" else None)
+        po.lingering.keep(queue, link_key if queue.purpose == QueuePurpose.SUBSCRIPTION else None)
         kept = queue
     queue.remove_consumer(consumer, attempted=attempted)
     if kept is not None or queue.deleted or queue.consumers:
         return kept
-    if expirable or (queue.purpose == "subscription" and unsubscribe):
+    if expirable or (queue.purpose == QueuePurpose.SUBSCRIPTION and unsubscribe):
         po.delete_queue(queue.name)
     return None
 

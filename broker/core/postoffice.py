@@ -13,18 +13,17 @@ from typing import Callable
 from . import ports
 from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
-from .address import Address
+from .address import Address, QueuePurpose, RoutingType
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .duplicates import DuplicateIds
 from . import copies
 from .flow import DROP, FAIL, FlowControl
-from . import forwarding
-from .forwarding import Forwarder
+from .forwarding import Divert
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .latency import LatencyHistogram
 from .settings import AddressSettings, SettingsRepository
-from .topic_index import AddressTrie, PatternTrie
+from .topic_index import BindingIndex
 from .wildcards import is_wildcard
 
 log = logging.getLogger("hermod.core")
@@ -77,12 +76,10 @@ class PostOffice:
         # ("create_address" / "create_durable_queue", address name); raises NotAuthorized.
         self.creation_guard: Callable[[str, str], None] | None = None
         # Pay for wildcards at bind time, in proportion to what is bound (topic_index.py): the
-        # concrete addresses by word, and the multicast queues of wildcard addresses and the
-        # forwarders by their pattern.
-        self.address_index = AddressTrie()
-        self.wildcard_queues: PatternTrie[Queue] = PatternTrie()
-        self.forwarder_index: PatternTrie[Forwarder] = PatternTrie()
-        self.forwarders: list[Forwarder] = []
+        # concrete addresses by word, and the bindings that follow a pattern (the multicast
+        # queues of wildcard addresses, the diverts by their source) by pattern.
+        self.bound = BindingIndex()
+        self.diverts: list[Divert] = []
         self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
@@ -120,6 +117,7 @@ class PostOffice:
     def create_address(self, name: str, routing_types, *, auto_created: bool = False,
                        temporary: bool = False, persist: bool = True) -> Address:
         address = self.addresses.get(name)
+        routing_types = {RoutingType(t).value for t in routing_types}
         if address is None:
             if self.creation_guard is not None and not temporary:
                 self.creation_guard("create_address", name)
@@ -131,8 +129,7 @@ class PostOffice:
             self.retaining = self.retaining or address.retains
             self.addresses[name] = address
             if not address.wildcard:
-                self.address_index.add(name)
-                self._bind_wildcards(address)
+                self.bound.address_created(address)
             if persist and not temporary:
                 self._persist_address(address)
         elif not set(routing_types) <= address.routing_types:
@@ -141,42 +138,26 @@ class PostOffice:
                 self._persist_address(address)
         return address
 
-    def _bind_wildcards(self, address: Address) -> None:
-        """A new concrete address joins the wildcard subscriptions and forwarders matching it."""
-        for queue in self.wildcard_queues.matching(address.name):
-            address.bind_subscription(queue)
-        for f in self.forwarder_index.matching(address.name):
-            self._bind_forwarder(f, address)
-
-    def _matching_addresses(self, pattern: str) -> list[Address]:
-        """The concrete addresses a pattern (or an exact name) matches."""
-        return [self.addresses[name] for name in self.address_index.matching(pattern)]
-
     def _forget_address(self, name: str) -> Address | None:
         address = self.addresses.pop(name, None)
         if address is not None and not address.wildcard:
-            self.address_index.remove(name)
+            self.bound.address_removed(name)
         return address
 
-    def add_forwarder(self, forwarder: Forwarder) -> None:
+    def add_divert(self, divert: Divert) -> None:
         """Bind a divert or composite to its source address (or every address its wildcard
         source matches, now and later)."""
-        self.forwarders.append(forwarder)
-        self.forwarder_index.add(forwarder.source, forwarder)
-        if not is_wildcard(forwarder.source) and forwarder.source not in self.addresses:
-            rt = forwarder.applies_to or self.settings_for(forwarder.source).default_routing_type
-            self.create_address(forwarder.source, {rt}, persist=False)
-        for address in self._matching_addresses(forwarder.source):
-            self._bind_forwarder(forwarder, address)
+        self.diverts.append(divert)
+        if not is_wildcard(divert.source) and divert.source not in self.addresses:
+            rt = divert.applies_to or self.settings_for(divert.source).default_routing_type
+            self.create_address(divert.source, {rt}, persist=False)
+        self.bound.bind(divert.source, divert, self.addresses)
 
-    def remove_forwarder(self, forwarder: Forwarder) -> None:
+    def remove_divert(self, divert: Divert) -> None:
         """Unbind a divert or composite from every address (a configuration reload)."""
-        if forwarder in self.forwarders:
-            self.forwarders.remove(forwarder)
-        self.forwarder_index.remove(forwarder.source, forwarder)
-        for address in self._matching_addresses(forwarder.source):
-            if forwarder in address.forwarders:
-                address.forwarders.remove(forwarder)
+        if divert in self.diverts:
+            self.diverts.remove(divert)
+        self.bound.unbind(divert.source, divert, self.addresses)
 
     def replace_settings(self, settings: SettingsRepository) -> None:
         """New address settings (a configuration reload): every later lookup reads them, and
@@ -188,11 +169,6 @@ class PostOffice:
             address.pages = found.address_full_policy == "page"
             address.retains = found.retention_days > 0 and self.journal.durable
             self.retaining = self.retaining or address.retains
-
-    @staticmethod
-    def _bind_forwarder(forwarder: Forwarder, address: Address) -> None:
-        address.bind_forwarder(forwarder)
-        address.forwarders.sort(key=lambda f: not f.exclusive)  # exclusive ones first
 
     def _persist_address(self, address: Address) -> None:
         if self.journal.durable:
@@ -229,11 +205,13 @@ class PostOffice:
                      durable: bool = True, filter_text: str | None = None, filter=None,
                      max_consumers: int = -1, exclusive: bool = False,
                      last_value_key: str | None = None, auto_created: bool = False,
-                     purpose: str = "configured", temporary: bool = False,
+                     purpose: str = QueuePurpose.CONFIGURED, temporary: bool = False,
                      extra: dict | None = None, persist: bool = True) -> Queue:
         existing = self.queues.get(name)
         if existing is not None:
             return existing
+        # Held as the plain values: records, management output and the wire see strings.
+        routing_type, purpose = RoutingType(routing_type).value, QueuePurpose(purpose).value
         if self.creation_guard is not None and durable and not temporary:
             self.creation_guard("create_durable_queue", address_name)
         address = self.addresses.get(address_name)
@@ -252,13 +230,11 @@ class PostOffice:
                       last_value_key=last_value_key, auto_created=auto_created, purpose=purpose,
                       temporary=temporary, extra=extra)
         self.queues[name] = queue
-        address.bind(queue)
+        address.bindings.add_queue(queue)
         if address.wildcard and routing_type == MULTICAST:
             # Pay for wildcards at bind time: the queue joins every matching address now, and
             # each matching address created later (`_bind_wildcards`); a send stays a lookup.
-            self.wildcard_queues.add(address.name, queue)
-            for other in self._matching_addresses(address.name):
-                other.bind_subscription(queue)
+            self.bound.bind(address.name, queue, self.addresses)
         if persist and queue.durable and self.journal.durable:
             queue.persisted = False  # attaches that made it are answered once it is stored
             self.journal.submit([ports.PutQueue(queue.record())], queue.stored)
@@ -279,11 +255,9 @@ class PostOffice:
         queue.deleted = True
         if queue.lingering:
             self.lingering.cancel(queue)
-        queue.address.unbind(queue)
+        queue.address.bindings.remove_queue(queue)
         if queue.address.wildcard and queue.routing_type == MULTICAST:
-            self.wildcard_queues.remove(queue.address.name, queue)
-            for other in self._matching_addresses(queue.address.name):
-                other.unbind_subscription(queue)
+            self.bound.unbind(queue.address.name, queue, self.addresses)
         for consumer in list(queue.consumers):
             consumer.link.queue_deleted(consumer)
         queue.consumers.clear()
@@ -330,37 +304,23 @@ class PostOffice:
     def route(self, message: Message, address_name: str, routing_type: str | None,
               queue_name: str | None = None) -> Plan:
         """Decide where `message` goes: a plan of (message, queues) pairs, the message itself
-        and any copies forwarders made. Nothing is changed until `post(plan)`."""
+        and any copies diverts made (`bindings.py`). Nothing is changed until `post(plan)`."""
         address = self.addresses.get(address_name)
         if address is None:
             return [(message, [])]
-        if queue_name is not None:
-            queue = address.queues.get(queue_name)
-            return [(message, [queue] if queue is not None and queue.accepts(message) else [])]
-        if not address.forwarders:
-            out: list[Queue] = []
-            address.route(message, routing_type, out)
-            return [(message, out)]
-        plan: Plan = []
-        forwarding.route_through(self, message, address, routing_type, plan)
-        return plan
+        return address.bindings.plan(message, routing_type, self, queue_name)
 
     def unrouted(self, plan: Plan, address_name: str, routing_type: str | None,
                  queue_name: str | None = None) -> str | None:
         """Why a send that reached no queue must be refused (its target is gone), or None when
-        the plan reached a queue or the routing rules drop it by design (a multicast address
-        with no subscription, filters that take nothing, forwarders that keep no original)."""
+        the plan reached a queue or the bindings drop it by design (`Bindings.refusal`)."""
         for _message, queues in plan:
             if queues:
                 return None
         address = self.addresses.get(address_name)
         if address is None:
             return f"address {address_name} does not exist"
-        if queue_name is not None:
-            return None if queue_name in address.queues else f"queue {address_name}::{queue_name} does not exist"
-        if routing_type == ANYCAST and not address.anycast and not address.forwarders:
-            return f"address {address_name} has no anycast queue"
-        return None
+        return address.bindings.refusal(routing_type, queue_name)
 
     def admit(self, plan: Plan) -> str | None:
         """Apply the address-full policy of every destination of a plan that reaches several
@@ -401,16 +361,16 @@ class PostOffice:
             existing, settings = self.addresses.get(name), self.settings_for(name)
             if existing is None and settings.auto_create_addresses:
                 self.creation_guard("create_address", name)
-            if rt == ANYCAST and (existing is None or not existing.anycast) and settings.auto_create_queues:
+            if rt == ANYCAST and (existing is None or not existing.bindings.anycast) and settings.auto_create_queues:
                 self.creation_guard("create_durable_queue", name)
         try:
             address = self.ensure_address(name, rt)
         except AddressNotFound:
             raise AddressNotFound(f"target address {name} does not exist") from None
-        if rt == ANYCAST and not address.anycast:
+        if rt == ANYCAST and not address.bindings.anycast:
             if not self.settings_for(name).auto_create_queues:
                 raise AddressNotFound(f"target address {name} has no anycast queue")
-            self.create_queue(name, name, ANYCAST, auto_created=True, purpose="auto")
+            self.create_queue(name, name, ANYCAST, auto_created=True, purpose=QueuePurpose.AUTO)
         return address
 
     def post_now(self, plan: Plan) -> bool:

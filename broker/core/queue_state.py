@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .address import QueuePurpose
 from . import ports
 from .backlog import Backlog, Schedule
 from .consumer import Consumer, Ref
@@ -23,7 +24,7 @@ class QueueState:
     def __init__(self, host: ports.QueueHost, name: str, address: Address, routing_type: str = ANYCAST, *,
                  durable: bool = True, filter=None, filter_text: str | None = None,
                  max_consumers: int = -1, exclusive: bool = False, last_value_key: str | None = None,
-                 auto_created: bool = False, purpose: str = "configured", temporary: bool = False,
+                 auto_created: bool = False, purpose: str = QueuePurpose.CONFIGURED, temporary: bool = False,
                  extra: dict | None = None):
         self.host = host  # the post office, seen through what a queue needs of it (ports.QueueHost)
         self.name = name
@@ -45,7 +46,7 @@ class QueueState:
         # Annotations added to each message as it goes out (a virtual topic's queue records
         # the topic a message came from, as ActiveMQ Classic's copies do).
         self.outbound_annotations: dict | None = (
-            {"x-opt-ORIG-ADDRESS": address.name} if purpose == "virtual-topic" else None)
+            {"x-opt-ORIG-ADDRESS": address.name} if purpose == QueuePurpose.VIRTUAL_TOPIC else None)
         self.backlog = Backlog()
         self.scheduled = Schedule()
         self._timer = None

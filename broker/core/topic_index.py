@@ -1,6 +1,6 @@
 """Indexes that make wildcard binding cost what it binds, not what the broker already holds.
 
-Binding a wildcard subscription or a diverts' wildcard source pairs patterns with concrete
+Binding a wildcard subscription or a divert's wildcard source pairs patterns with concrete
 address names. Testing every pattern against every address makes each attach cost O(addresses)
 or O(patterns); with 100,000 subscriptions on one topic tree, setting them up took hours. Two
 word tries answer the two questions instead (the semantics are exactly `wildcards.matches`:
@@ -130,7 +130,7 @@ class AddressTrie:
 
 
 class PatternTrie(Generic[V]):
-    """Values (queues, forwarders) registered under patterns; `matching(address)` returns those
+    """Values (queues, diverts) registered under patterns; `matching(address)` returns those
     whose pattern matches, in registration order."""
 
     def __init__(self) -> None:
@@ -185,3 +185,34 @@ class PatternTrie(Generic[V]):
             found.extend((n, v) for v, n in node.values.items())
         found.sort(key=lambda pair: pair[0])
         return [v for _, v in found]
+
+
+class BindingIndex:
+    """Artemis `WildcardAddressManager` in two tries: the concrete addresses by word, and the
+    bindings that follow a pattern (a wildcard address's multicast queues, diverts by their
+    source, exact or not). Each such binding is bound to every matching address when either
+    comes; a send never looks here."""
+
+    def __init__(self) -> None:
+        self.addresses = AddressTrie()
+        self.patterns: PatternTrie = PatternTrie()
+
+    def address_created(self, address) -> None:
+        """A new concrete address gets the bindings whose pattern matches it."""
+        self.addresses.add(address.name)
+        for binding in self.patterns.matching(address.name):
+            address.bindings.add(binding)
+
+    def address_removed(self, name: str) -> None:
+        self.addresses.remove(name)
+
+    def bind(self, pattern: str, binding, addresses: dict) -> None:
+        """Bind to the concrete `addresses` the pattern matches, now and later."""
+        self.patterns.add(pattern, binding)
+        for name in self.addresses.matching(pattern):
+            addresses[name].bindings.add(binding)
+
+    def unbind(self, pattern: str, binding, addresses: dict) -> None:
+        self.patterns.remove(pattern, binding)
+        for name in self.addresses.matching(pattern):
+            addresses[name].bindings.remove(binding)

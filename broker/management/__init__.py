@@ -167,9 +167,9 @@ class Management:
             raise NotFound(f"address {name} does not exist")
         if address.queues:
             raise Conflict(f"address {name} has queues: {', '.join(sorted(address.queues))}")
-        if address.forwarders:
+        if address.bindings.all_diverts():
             raise Conflict(f"address {name} has diverts or composites: "
-                           f"{', '.join(f.name for f in address.forwarders)}")
+                           f"{', '.join(d.name for d in address.bindings.all_diverts())}")
         self.postoffice.delete_address(name)
 
     # -- queues -----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """`explain`: how a message sent to an address would route, without sending it or changing
 anything (no address is created, no round-robin turn advances). The walk follows the post
-office's rules (forwarding.route_through): exclusive diverts/composites first, then the
+office's rules (core/bindings.py): exclusive diverts/composites first, then the
 non-exclusive ones, then the address's own queues and their filters; each forward is walked
 again at its target address."""
 from __future__ import annotations
@@ -20,7 +20,8 @@ def explain(po, virtual_topics, message: Message, address: str, routing_type: st
 
 
 def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
-          queues: list) -> None:
+          queues: list, way: tuple[str, ...] = ()) -> None:
+    """`way`: the addresses the copy came through (a copy back into one is in a cycle)."""
     step = {"kind": "address", "name": name, "routing_type": rt}
     steps.append(step)
     address = po.addresses.get(name)
@@ -38,7 +39,7 @@ def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, ste
     if is_virtual(virtual_topics, name):
         steps.append({"kind": "virtual-topic", "name": name, "passed": True,
                       "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % name})
-    if hops >= MAX_FORWARD_HOPS:
+    if hops >= MAX_FORWARD_HOPS or name in way:
         steps.append({"kind": "cycle", "name": name, "passed": False,
                       "detail": "forwarded too often: goes to the dead-letter address"})
         return
@@ -46,33 +47,32 @@ def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, ste
     for exclusive in (True, False):
         if exclusive is False and not keep:
             break
-        for f in address.forwarders:
-            if f.exclusive is not exclusive:
-                continue
-            applies = f.applies(message, rt)
-            entries = f.matching_entries(message) if applies else []
-            steps.append({"kind": f.kind, "name": f.name, "exclusive": f.exclusive,
-                          "passed": bool(entries),
-                          "to": [e.address for e in entries]})
-            for e in entries:
-                _walk(po, virtual_topics, message, e.address, e.copy_routing_type(message), hops + 1,
-                      steps, queues)
-            if exclusive and not f.keeps_original(bool(entries)):
+        for d in address.bindings.exclusive if exclusive else address.bindings.diverts:
+            applies = d.applies(message, rt)
+            targets = d.matching_targets(message) if applies else []
+            steps.append({"kind": d.kind, "name": d.name, "exclusive": d.exclusive,
+                          "passed": bool(targets),
+                          "to": [t.address for t in targets]})
+            for t in targets:
+                _walk(po, virtual_topics, message, t.address, t.copy_routing_type(message), hops + 1,
+                      steps, queues, way + (name,))
+            if exclusive and not d.keeps_original(bool(targets)):
                 keep = False
     if not keep:
         steps.append({"kind": "original", "name": name, "passed": False,
                       "detail": "an exclusive forward took it: the address's queues do not"})
         return
-    if rt == ANYCAST and not address.anycast:
+    anycast = address.bindings.anycast
+    if rt == ANYCAST and not anycast:
         if settings.auto_create_queues:
             steps.append({"kind": "queue", "name": name, "passed": True, "detail": "auto-created"})
             queues.append(name)
         return
     if rt != MULTICAST:
         chosen = None
-        n = len(address.anycast)
+        n = len(anycast)
         for i in range(n):  # the queue the next send would pick; the turn is not advanced
-            q = address.anycast[(address._turn + i) % n]
+            q = anycast[(address.bindings.turn + i) % n]
             passed = q.filter is None or bool(q.filter(message))
             _queue_step(steps, q, passed and chosen is None)
             if passed and chosen is None:
@@ -80,7 +80,7 @@ def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, ste
         if chosen is not None:
             queues.append(chosen.name)
     if rt != ANYCAST:
-        for q in address.multicast:
+        for q in address.bindings.multicast:
             passed = q.filter is None or bool(q.filter(message))
             _queue_step(steps, q, passed)
             if passed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from hermod.broker.core import links
-from hermod.broker.core.forwarding import Entry, Forwarder, find_cycles
+from hermod.broker.core.forwarding import Divert, Target, find_cycles
 from hermod.broker.core.message import ANYCAST, MULTICAST, Message
 from hermod.broker.core.postoffice import PostOffice
 from hermod.broker.core.virtual_topics import VirtualTopic
@@ -41,14 +41,14 @@ def send(po, address, body, rt=None):
 
 
 def divert(name, source, targets, exclusive=False, rt="strip", filt=None):
-    return Forwarder(name=name, source=source, entries=[Entry(t, rt) for t in targets],
+    return Divert(name=name, source=source, targets=[Target(t, rt) for t in targets],
                      exclusive=exclusive, filter=filt)
 
 
 def test_non_exclusive_divert_copies_and_the_address_keeps_the_original(po):
     po.create_queue("orders", "orders", ANYCAST)
     po.create_queue("spy", "spyTopic", MULTICAST)
-    po.add_forwarder(divert("order-divert", "orders", ["spyTopic"]))
+    po.add_divert(divert("order-divert", "orders", ["spyTopic"]))
     send(po, "orders", "o1")
     assert queue_bodies(po, "orders") == ["o1"]
     assert queue_bodies(po, "spy") == ["o1"]
@@ -63,7 +63,7 @@ def test_non_exclusive_divert_copies_and_the_address_keeps_the_original(po):
 def test_exclusive_divert_with_filter_takes_only_matching_messages(po):
     po.create_queue("priceUpdates", "priceUpdates", ANYCAST)
     po.create_queue("priceForwarding", "priceForwarding", ANYCAST)
-    po.add_forwarder(divert("prices-divert", "priceUpdates", ["priceForwarding"], exclusive=True,
+    po.add_divert(divert("prices-divert", "priceUpdates", ["priceForwarding"], exclusive=True,
                             filt=lambda m: b"New York" in m.encoded))
     send(po, "priceUpdates", "London 1")
     send(po, "priceUpdates", "New York 2")
@@ -74,9 +74,9 @@ def test_exclusive_divert_with_filter_takes_only_matching_messages(po):
 def test_every_matching_exclusive_divert_fires_and_non_exclusive_ones_do_not(po):
     for q in ("src", "x1", "x2", "n1"):
         po.create_queue(q, q, ANYCAST)
-    po.add_forwarder(divert("e1", "src", ["x1"], exclusive=True))
-    po.add_forwarder(divert("e2", "src", ["x2"], exclusive=True))
-    po.add_forwarder(divert("n", "src", ["n1"]))
+    po.add_divert(divert("e1", "src", ["x1"], exclusive=True))
+    po.add_divert(divert("e2", "src", ["x2"], exclusive=True))
+    po.add_divert(divert("n", "src", ["n1"]))
     send(po, "src", "m")
     assert [queue_bodies(po, q) for q in ("src", "x1", "x2", "n1")] == [[], ["m"], ["m"], []]
 
@@ -90,7 +90,7 @@ def test_divert_routing_type_rewrite(po, rewrite, sent_rt, copy_rt):
     po.create_address("in", {MULTICAST})
     po.create_queue("out.any", "out", ANYCAST)
     po.create_queue("out.multi", "out", MULTICAST)
-    po.add_forwarder(divert("d", "in", ["out"], rt=rewrite))
+    po.add_divert(divert("d", "in", ["out"], rt=rewrite))
     send(po, "in", "m", rt=sent_rt)
     got = {q: queue_bodies(po, q) for q in ("out.any", "out.multi")}
     expected = {"out.any": ["m"] if copy_rt in (ANYCAST, None) else [],
@@ -101,7 +101,7 @@ def test_divert_routing_type_rewrite(po, rewrite, sent_rt, copy_rt):
 def test_comma_separated_forwarding_addresses(po):
     for q in ("a", "b", "c"):
         po.create_queue(q, q, ANYCAST)
-    po.add_forwarder(divert("fan", "a", ["b", "c"]))
+    po.add_divert(divert("fan", "a", ["b", "c"]))
     send(po, "a", "m")
     assert (queue_bodies(po, "b"), queue_bodies(po, "c")) == (["m"], ["m"])
 
@@ -109,7 +109,7 @@ def test_comma_separated_forwarding_addresses(po):
 def test_wildcard_divert_source_applies_to_existing_and_future_addresses(po):
     po.create_queue("audit", "audit", ANYCAST)
     po.create_queue("prices.eu", "prices.eu", ANYCAST)
-    po.add_forwarder(divert("audit-all", "prices.#", ["audit"]))
+    po.add_divert(divert("audit-all", "prices.#", ["audit"]))
     po.create_queue("prices.us", "prices.us", ANYCAST)
     send(po, "prices.eu", "eu")
     send(po, "prices.us", "us")
@@ -118,10 +118,33 @@ def test_wildcard_divert_source_applies_to_existing_and_future_addresses(po):
 
 def test_runtime_cycle_is_cut_after_16_hops_and_dead_lettered(po):
     po.create_queue("ring.a", "ring.a", ANYCAST)
-    po.add_forwarder(divert("loop", "ring.#", ["ring.a"], exclusive=True))
+    po.add_divert(divert("loop", "ring.#", ["ring.a"], exclusive=True))
     send(po, "ring.a", "spin")
     assert queue_bodies(po, "DLQ") == ["spin"]
     assert queue_bodies(po, "ring.a") == []
+
+
+def test_a_copy_back_into_an_address_on_its_way_is_dead_lettered_at_once(po):
+    # A non-exclusive ring: each address keeps what it gets, the copy that would close the ring
+    # goes to the dead-letter address (not sixteen laps of copies onto the ring's queues).
+    po.create_queue("ring.a", "ring.a", ANYCAST)
+    po.create_queue("ring.b", "ring.b", ANYCAST)
+    po.add_divert(divert("a-to-b", "ring.a", ["ring.b"]))
+    po.add_divert(divert("b-to-a", "ring.b", ["ring.a"]))
+    send(po, "ring.a", "lap")
+    assert [queue_bodies(po, q) for q in ("ring.a", "ring.b", "DLQ")] == [["lap"], ["lap"], ["lap"]]
+    assert po.queues["DLQ"].waiting()[0].message.annotations_added["x-opt-ORIG-QUEUE"] == "b-to-a"
+
+
+def test_two_diverts_reaching_one_address_by_different_ways_each_deliver_a_copy(po):
+    for q in ("top", "left", "right", "bottom"):
+        po.create_queue(q, q, ANYCAST)
+    po.add_divert(divert("split", "top", ["left", "right"]))
+    po.add_divert(divert("left-down", "left", ["bottom"]))
+    po.add_divert(divert("right-down", "right", ["bottom"]))
+    send(po, "top", "m")
+    assert queue_bodies(po, "bottom") == ["m", "m"]
+    assert "DLQ" not in po.queues
 
 
 def test_config_cycles_are_found():
@@ -134,7 +157,7 @@ def test_config_cycles_are_found():
 
 
 def composite(name, entries, kind="queue", forward_only=True, send_when_not_matched=False):
-    return Forwarder(name=name, source=name, kind="composite", exclusive=True, entries=entries,
+    return Divert(name=name, source=name, kind="composite", exclusive=True, targets=entries,
                      forward_only=forward_only, send_when_not_matched=send_when_not_matched,
                      applies_to=ANYCAST if kind == "queue" else MULTICAST)
 
@@ -143,7 +166,7 @@ def test_composite_queue_forwards_to_queue_and_topic_and_keeps_nothing(po):
     po.create_queue("FOO", "FOO", ANYCAST)
     po.create_queue("BAR.sub", "BAR", MULTICAST)
     po.create_queue("MY.QUEUE", "MY.QUEUE", ANYCAST)
-    po.add_forwarder(composite("MY.QUEUE", [Entry("FOO", ANYCAST), Entry("BAR", MULTICAST)]))
+    po.add_divert(composite("MY.QUEUE", [Target("FOO", ANYCAST), Target("BAR", MULTICAST)]))
     send(po, "MY.QUEUE", "m", rt=ANYCAST)
     assert (queue_bodies(po, "FOO"), queue_bodies(po, "BAR.sub"), queue_bodies(po, "MY.QUEUE")) == (["m"], ["m"], [])
 
@@ -151,7 +174,7 @@ def test_composite_queue_forwards_to_queue_and_topic_and_keeps_nothing(po):
 def test_composite_wire_tap_keeps_a_copy_with_forward_only_false(po):
     po.create_queue("IncomingOrders", "IncomingOrders", ANYCAST)
     po.create_queue("Tap", "Tap", ANYCAST)
-    po.add_forwarder(composite("IncomingOrders", [Entry("Tap", ANYCAST)], forward_only=False))
+    po.add_divert(composite("IncomingOrders", [Target("Tap", ANYCAST)], forward_only=False))
     send(po, "IncomingOrders", "m", rt=ANYCAST)
     assert (queue_bodies(po, "IncomingOrders"), queue_bodies(po, "Tap")) == (["m"], ["m"])
 
@@ -160,8 +183,8 @@ def test_composite_filtered_destinations_and_send_when_not_matched(po):
     po.create_queue("C", "C", ANYCAST)
     po.create_queue("ODD", "ODD", ANYCAST)
     po.create_queue("FIVE", "FIVE", ANYCAST)
-    po.add_forwarder(composite("C", [Entry("ODD", ANYCAST, lambda m: b"odd" in m.encoded),
-                                     Entry("FIVE", ANYCAST, lambda m: b"i=5" in m.encoded)],
+    po.add_divert(composite("C", [Target("ODD", ANYCAST, lambda m: b"odd" in m.encoded),
+                                     Target("FIVE", ANYCAST, lambda m: b"i=5" in m.encoded)],
                                send_when_not_matched=True))
     for body in ("odd i=5", "odd i=1", "even i=2"):
         send(po, "C", body, rt=ANYCAST)

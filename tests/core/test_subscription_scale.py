@@ -12,7 +12,7 @@ import random
 import pytest
 
 from hermod.broker.core import links, wildcards
-from hermod.broker.core.forwarding import Entry, Forwarder
+from hermod.broker.core.forwarding import Divert, Target
 from hermod.broker.core.message import MULTICAST, Message
 from hermod.broker.core.postoffice import PostOffice
 from hermod.broker.core.topic_index import AddressTrie, PatternTrie
@@ -54,8 +54,7 @@ class Work:
         wildcards._matches_cached.cache_clear()
 
     def total(self) -> int:
-        visited = sum(getattr(getattr(self.po, name, None), "visited", 0)
-                      for name in ("address_index", "wildcard_queues", "forwarder_index"))
+        visited = self.po.bound.addresses.visited + self.po.bound.patterns.visited
         return self.calls + visited
 
     def of(self, fn) -> int:
@@ -87,8 +86,8 @@ def attach_costs(n: int, monkeypatch) -> dict[str, int]:
         "wildcard attach": work.of(lambda: subscribe(po, "curve.wnew.#", "wild-new")),
         "exact detach": work.of(lambda: po.delete_queue("exact-new")),
         "wildcard detach": work.of(lambda: po.delete_queue("wild-new")),
-        "divert on a pattern": work.of(lambda: po.add_forwarder(
-            Forwarder("d", "curve.none.#", [Entry("elsewhere")]))),
+        "divert on a pattern": work.of(lambda: po.add_divert(
+            Divert("d", "curve.none.#", [Target("elsewhere")]))),
     }
 
 
@@ -107,7 +106,7 @@ def test_a_hash_subscription_costs_in_proportion_to_the_addresses_it_matches(mon
     work = Work(po, monkeypatch)
     cost = work.of(lambda: subscribe(po, "sport.#", "all-sport"))
     assert cost <= 2 * 11 + 5  # the `sport` subtree, not the 4,000 other addresses
-    assert all(po.queues["all-sport"] in po.addresses[f"sport.{i}"].multicast for i in range(10))
+    assert all(po.queues["all-sport"] in po.addresses[f"sport.{i}"].bindings.multicast for i in range(10))
 
 
 def test_a_pattern_of_many_hashes_costs_one_match_per_address_below_its_prefix(monkeypatch):
@@ -116,7 +115,7 @@ def test_a_pattern_of_many_hashes_costs_one_match_per_address_below_its_prefix(m
     hostile = "curve." + ".".join(["#", "x"] * 200)  # 200 `#`s: a walk per `#` would visit 200 x 2,000 nodes
     cost = work.of(lambda: subscribe(po, hostile, "hostile"))
     assert cost <= 3 * 2_000, cost  # the `curve` subtree once, and one matcher call per address in it
-    assert not any(po.queues["hostile"] in a.multicast for a in po.addresses.values() if not a.wildcard)
+    assert not any(po.queues["hostile"] in a.bindings.multicast for a in po.addresses.values() if not a.wildcard)
 
 
 # -- the bindings stay what the matcher says ------------------------------------------------------
@@ -134,10 +133,10 @@ def test_wildcard_subscriptions_follow_addresses_created_and_deleted_later():
     po.delete_address("news.eu")
     assert "news.eu" not in po.addresses
     po.create_address("news.eu", {MULTICAST})
-    assert sub.queue in po.addresses["news.eu"].multicast
+    assert sub.queue in po.addresses["news.eu"].bindings.multicast
 
     po.delete_queue("all-news")
-    assert all(sub.queue not in a.multicast for a in po.addresses.values())
+    assert all(sub.queue not in a.bindings.multicast for a in po.addresses.values())
     send(po, "news.eu", "d", rt=MULTICAST)
     assert [r.message.encoded for r in stars.queue.waiting()] == [b"b", b"d"]
 
@@ -146,25 +145,25 @@ def test_a_removed_wildcard_divert_unbinds_from_every_address_it_matched():
     po = PostOffice()
     for name in ("orders.eu", "orders.us", "billing"):
         po.create_address(name, {MULTICAST})
-    divert = Forwarder("copy", "orders.*", [Entry("audit")])
-    po.add_forwarder(divert)
+    divert = Divert("copy", "orders.*", [Target("audit")])
+    po.add_divert(divert)
     po.create_address("orders.asia", {MULTICAST})
-    assert [n for n, a in po.addresses.items() if divert in a.forwarders] == ["orders.eu", "orders.us", "orders.asia"]
-    po.remove_forwarder(divert)
-    assert not any(divert in a.forwarders for a in po.addresses.values())
+    assert [n for n, a in po.addresses.items() if divert in a.bindings.all_diverts()] == ["orders.eu", "orders.us", "orders.asia"]
+    po.remove_divert(divert)
+    assert not any(divert in a.bindings.all_diverts() for a in po.addresses.values())
     po.create_address("orders.africa", {MULTICAST})
-    assert divert not in po.addresses["orders.africa"].forwarders
+    assert divert not in po.addresses["orders.africa"].bindings.all_diverts()
 
 
 def test_forwarders_bind_to_a_new_address_in_the_order_they_were_added():
     po = PostOffice()
-    for f in (Forwarder("first", "a.#", [Entry("x")]), Forwarder("second", "*.b", [Entry("y")]),
-              Forwarder("third", "a.*", [Entry("z")], exclusive=True)):
-        po.add_forwarder(f)
+    for f in (Divert("first", "a.#", [Target("x")]), Divert("second", "*.b", [Target("y")]),
+              Divert("third", "a.*", [Target("z")], exclusive=True)):
+        po.add_divert(f)
     po.create_address("a.b", {MULTICAST})
-    assert [f.name for f in po.addresses["a.b"].forwarders] == ["third", "first", "second"]  # exclusive first
+    assert [f.name for f in po.addresses["a.b"].bindings.all_diverts()] == ["third", "first", "second"]  # exclusive first
     po.create_address("c.b", {MULTICAST})
-    assert [f.name for f in po.addresses["c.b"].forwarders] == ["second"]
+    assert [f.name for f in po.addresses["c.b"].bindings.all_diverts()] == ["second"]
 
 
 # -- the indexes agree with the matcher ------------------------------------------------------------
