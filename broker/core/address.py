@@ -3,28 +3,16 @@ anycast queues of an address share one turn, every multicast queue and every div
 its own). Also the routing types, queue purposes and fully qualified queue names (`a::q`)."""
 from __future__ import annotations
 
-import enum
 from typing import TYPE_CHECKING
 
 from .bindings import Bindings
-from .message import RoutingType
+from .kinds import QueuePurpose, RoutingType
 from .wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from .queue import Queue
 
 FQQN_SEPARATOR = "::"
-
-
-class QueuePurpose(enum.StrEnum):
-    """Why a queue exists (persisted with it, shown by management; a `str` like RoutingType)."""
-    CONFIGURED = "configured"  # the configuration or a management call made it
-    AUTO = "auto"  # auto-created for a link or a send
-    SUBSCRIPTION = "subscription"  # a topic subscription (durable or shared)
-    VIRTUAL_TOPIC = "virtual-topic"  # a virtual topic's consumer-group queue
-    TEMPORARY = "temporary"  # a dynamic node
-    DEAD_LETTER = "dead-letter"  # made on first use as a dead-letter or expiry target
-    COMPOSITE = "composite"  # a composite queue that keeps the original
 
 
 def split_fqqn(name: str) -> tuple[str, str | None]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import ports
 from .message import ANYCAST, Message
-from .address import QueuePurpose
+from .kinds import QueuePurpose
 
 if TYPE_CHECKING:
     from .consumer import Ref

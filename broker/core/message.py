@@ -8,18 +8,11 @@ and found the sections, and that decodes the rest on demand (duck-typed: `durabl
 """
 from __future__ import annotations
 
-import enum
 import logging
 
+from .kinds import RoutingType
+
 log = logging.getLogger("hermod.core")
-
-
-class RoutingType(enum.StrEnum):
-    """How an address hands a message to its queues: anycast (one queue of the address takes
-    it) or multicast (every queue gets a copy). A `str`, so records, the store, JSON and log
-    lines keep the plain values."""
-    ANYCAST = "anycast"
-    MULTICAST = "multicast"
 
 
 ANYCAST = RoutingType.ANYCAST

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .address import QueuePurpose
+from .kinds import QueuePurpose
 from . import ports
 from .backlog import Backlog, Schedule
 from .consumer import Consumer, Ref
