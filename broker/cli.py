@@ -224,12 +224,17 @@ def _cluster(cfg: config_mod.Config):
     """[ha] mode = "cluster": this node, not yet joined (its fence goes into the journal)."""
     from hermod.store.engine import display_url, make_engine
     from .cluster import Cluster
+    from .cluster_forward import LoginError
     try:
         config_mod.check_ha(cfg)
     except config_mod.ConfigError as e:
         raise CliError(str(e)) from None
     engine = make_engine(cfg.store.url)
-    return Cluster(cfg, engine, display_url(engine.url))
+    try:
+        return Cluster(cfg, engine, display_url(engine.url))
+    except LoginError as e:
+        engine.dispose()
+        raise CliError(str(e)) from None
 
 
 async def _join_cluster(cfg: config_mod.Config, cluster, journal):

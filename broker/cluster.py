@@ -100,6 +100,8 @@ class _NodeLease:
 
 class Cluster:
     def __init__(self, cfg, engine, where: str) -> None:
+        from .cluster_forward import peer_login
+        self.login = peer_login(cfg.ha)  # LoginError (one line) when its variable is not set
         self.membership = Membership(engine, where, cfg.ha.node, cfg.ha.lease_s, cfg.ha.announce)
         self._engine = engine
         self.owned: frozenset[str] = frozenset()  # claimed at join (what recovery reads)
@@ -128,7 +130,8 @@ class Cluster:
         from .cluster_forward import Forwarder
         self._broker = broker
         self._loop = loop
-        broker.forwarder = Forwarder(broker, loop, self.membership.node, lambda: self.remote)
+        broker.forwarder = Forwarder(broker, loop, self.membership.node, lambda: self.remote,
+                                     self.login)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)

@@ -13,14 +13,24 @@ the client's resend is then a duplicate (only `_AMQ_DUPL_ID` catches it).
 One `PeerLink` (connection + sender link) per owner and target queue, made on first use and
 kept while it works; a link that goes down fails what it had in flight and is made again by
 the next send. Sends wait for the owner's credit in a bounded line (WINDOW).
+
+Security: a link logs in with `[ha] cluster_user` (SASL PLAIN, the password from the variable
+`cluster_password_env` names) or, without it, ANONYMOUS; the owner checks that user's `send`
+permission on the queue's address like any producer's. An owner announced as amqps:// is
+reached over TLS verified as a [[bridge]] verifies its remote: against `[tls] ca` when set,
+else the system's CAs, and the announce host must match the certificate.
 """
 from __future__ import annotations
 
 import logging
+import os
+import ssl
 from collections import deque
+from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit
 
+from .bridge import client_context
 from .protocol import outgoing
 
 log = logging.getLogger("hermod.cluster")
@@ -32,6 +42,28 @@ Done = Callable[[BaseException | None], None]
 
 class ForwardFailed(Exception):
     """A copy for another node was not accepted there (mapped to amqp:internal-error)."""
+
+
+class LoginError(ValueError):
+    """The cluster login cannot be made from the configuration (a one-line start-up error)."""
+
+
+@dataclass(frozen=True)
+class PeerLogin:
+    """How this node logs in to the others: a user and password, or None for ANONYMOUS."""
+    user: str | None = None
+    password: str | None = None
+
+
+def peer_login(ha, environ=os.environ) -> PeerLogin:
+    """The [ha] cluster login; the password is read now, so a missing variable stops the start."""
+    if ha.cluster_user is None:
+        return PeerLogin()
+    password = environ.get(ha.cluster_password_env)
+    if password is None:
+        raise LoginError(f"ha.cluster_password_env: environment variable {ha.cluster_password_env} "
+                         "is not set")
+    return PeerLogin(ha.cluster_user, password)
 
 
 class PeerLink:
@@ -47,9 +79,12 @@ class PeerLink:
         self._tokens = 0
         parts = urlsplit(announce)
         broker = forwarder.broker
+        tls = parts.scheme == "amqps"
+        login = forwarder.login
         self.connection = outgoing.OutgoingConnection(
-            forwarder.loop, self, parts.hostname or "localhost", parts.port or 5672,
-            ssl_context=None, user=None, password=None,
+            forwarder.loop, self, parts.hostname or "localhost", parts.port or (5671 if tls else 5672),
+            ssl_context=forwarder.tls_context() if tls else None,
+            user=login.user, password=login.password,
             container_id=f"{broker.container_id}-cluster",
             link_name=f"hermod-cluster-{forwarder.node}-{target}", source=f"$cluster.{forwarder.node}",
             target=target, idle_timeout_s=broker.config.server.idle_timeout_s)
@@ -99,10 +134,23 @@ class Forwarder:
     """Splits a routing plan into this node's part and the owners' parts (see the module
     docstring)."""
 
-    def __init__(self, broker, loop, node: str, remote: Callable[[], dict]) -> None:
+    def __init__(self, broker, loop, node: str, remote: Callable[[], dict],
+                 login: PeerLogin = PeerLogin()) -> None:
         self.broker, self.loop, self.node = broker, loop, node
+        self.login = login
         self._remote = remote  # queue -> (node, announce), the cluster's routing cache
         self._links: dict[tuple[str, str], PeerLink] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def tls_context(self) -> ssl.SSLContext:
+        """For owners announced as amqps://, made once ([tls] ca, as a bridge's)."""
+        if self._tls is None:
+            tls = self.broker.config.tls
+            try:
+                self._tls = client_context(tls)
+            except (OSError, ssl.SSLError) as e:
+                raise ForwardFailed(f"tls.ca: cannot load {tls.ca}: {e}") from None
+        return self._tls
 
     def remote_part(self, plan) -> bool:
         """Does the plan put the message on a queue another node owns?"""
@@ -132,7 +180,12 @@ class Forwarder:
                 done(errors[0] if errors else None)
 
         for announce, target, data in copies:
-            self._link(announce, target).send(data, one_done)
+            try:
+                link = self._link(announce, target)
+            except ForwardFailed as error:
+                one_done(error)
+                continue
+            link.send(data, one_done)
         self.broker.postoffice.post(local_plan, one_done)
 
     def _link(self, announce: str, target: str) -> PeerLink:

@@ -146,6 +146,10 @@ class HaConfig:
     node: str | None = None
     lease_s: float = 5
     announce: str | None = None
+    # cluster mode: the login a node forwards to the others with (SASL PLAIN; the password is
+    # read from the environment variable, never the file), as [[bridge]] user / password_env
+    cluster_user: str | None = None
+    cluster_password_env: str | None = None
 
     @property
     def shared_store(self) -> bool:
@@ -257,7 +261,16 @@ _HA = {"mode": _check(lambda v: v in ("off", "shared-store", "cluster"),
        "lease_s": _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1,
                          "a number of seconds, at least 1"),
        "announce": _check(lambda v: isinstance(v, str) and v.startswith(("amqp://", "amqps://")),
-                          "an amqp:// or amqps:// URL")}
+                          "an amqp:// or amqps:// URL"),
+       "cluster_user": _str, "cluster_password_env": _str}
+
+
+def _ha(path: str, value: Any) -> dict:
+    t = _table(path, value, _HA)
+    for key, other in (("cluster_user", "cluster_password_env"), ("cluster_password_env", "cluster_user")):
+        if key in t and other not in t:
+            raise ConfigError(f"{path}.{other}: required with {key}")
+    return t
 _STORE = {"url": _str, "sqlite_synchronous": _sync, "give_up_s": _above_zero}
 _SETTINGS_TYPES = {
     "auto_create_addresses": _bool, "auto_create_queues": _bool, "auto_delete_queues": _bool,
@@ -396,7 +409,7 @@ _TOP = {
     "server": lambda p, v: _table(p, v, _SERVER),
     "store": lambda p, v: _table(p, v, _STORE),
     "http": lambda p, v: _table(p, v, _HTTP),
-    "ha": lambda p, v: _table(p, v, _HA),
+    "ha": _ha,
     "address_settings": lambda p, v: _array(p, v, _address_settings),
     "address": lambda p, v: _array(p, v, _address),
     "divert": lambda p, v: _array(p, v, _divert),

@@ -2,6 +2,7 @@
 AMQP clients the tests drive them with (a consumer that follows `amqp:link:redirect`)."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -16,22 +17,32 @@ LEASE_S = 2
 REDIRECT = "amqp:link:redirect"
 
 
-def cluster_config(node: str, store_url: str, lease_s: float = LEASE_S) -> str:
-    return (f'[server]\nport = 0\n[store]\nurl = "{store_url}"\n'
-            f'[ha]\nmode = "cluster"\nnode = "{node}"\nlease_s = {lease_s}\n')
+READY = re.compile(r"^hermod listening on (amqps?://\S+)")
+
+
+def cluster_config(node: str, store_url: str, lease_s: float = LEASE_S, ha: str = "",
+                   server: str = "", extra: str = "") -> str:
+    """`ha` and `server`: more lines of those tables; `extra`: more tables."""
+    return (f'[server]\nport = 0\n{server}[store]\nurl = "{store_url}"\n'
+            f'[ha]\nmode = "cluster"\nnode = "{node}"\nlease_s = {lease_s}\n{ha}{extra}')
 
 
 class ClusterNode(HaNode):
     """One `hermod run` of a cluster node; no configured queues (sends create them)."""
 
-    def __init__(self, node: str, store_url: str, tmp: Path, lease_s: float = LEASE_S) -> None:
+    def __init__(self, node: str, store_url: str, tmp: Path, lease_s: float = LEASE_S,
+                 **config: str) -> None:
         super().__init__(node, store_url, tmp, lease_s)
-        self.config.write_text(cluster_config(node, store_url, lease_s))
+        self.config.write_text(cluster_config(node, store_url, lease_s, **config))
+
+    def wait_ready(self, timeout: float = 30) -> str:
+        """The main listener's URL (amqps:// on a TLS listener)."""
+        return self.wait_line(READY, timeout).group(1)
 
 
-def send(url: str, address: str, bodies: list[str]) -> list[str]:
+def send(url: str, address: str, bodies: list[str], **conn_kw) -> list[str]:
     """Send each durable body, waiting for its outcome; the accepted ones."""
-    connection = BlockingConnection(url, timeout=10)
+    connection = BlockingConnection(url, timeout=10, **conn_kw)
     try:
         sender = connection.create_sender(address)
         return [body for body in bodies if sender.send(Message(body=body, durable=True))]
@@ -39,10 +50,10 @@ def send(url: str, address: str, bodies: list[str]) -> list[str]:
         connection.close()
 
 
-def redirect_of(url: str, address: str) -> tuple[str, dict] | None:
+def redirect_of(url: str, address: str, **conn_kw) -> tuple[str, dict] | None:
     """Attach a receiver to `address`: None if the broker took it, else (condition name, info)
     of the refusal."""
-    connection = BlockingConnection(url, timeout=10)
+    connection = BlockingConnection(url, timeout=10, **conn_kw)
     try:
         connection.create_receiver(address, credit=0)
         return None
@@ -53,10 +64,10 @@ def redirect_of(url: str, address: str) -> tuple[str, dict] | None:
         connection.close()
 
 
-def followed(url: str, address: str) -> str:
+def followed(url: str, address: str, **conn_kw) -> str:
     """Where a consumer of `address` ends up after following redirects (at most two hops)."""
     for _ in range(3):
-        refusal = redirect_of(url, address)
+        refusal = redirect_of(url, address, **conn_kw)
         if refusal is None:
             return url
         name, info = refusal
@@ -66,9 +77,9 @@ def followed(url: str, address: str) -> str:
 
 
 def receive(url: str, address: str, count: int | None = None, idle_s: float = 2,
-            accept: bool = True) -> list[str]:
+            accept: bool = True, **conn_kw) -> list[str]:
     """Receive (and accept) up to `count` bodies, or until nothing comes for `idle_s`."""
-    connection = BlockingConnection(url, timeout=10)
+    connection = BlockingConnection(url, timeout=10, **conn_kw)
     bodies: list[str] = []
     try:
         receiver = connection.create_receiver(address, credit=100)

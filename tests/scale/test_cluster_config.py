@@ -23,6 +23,8 @@ def run(tmp_path, text: str) -> subprocess.CompletedProcess:
     ('mode = "clustered"', 'ha.mode: expected one of "off", "shared-store", "cluster"'),
     ('mode = "cluster"\nlease_s = 0', "ha.lease_s: expected a number of seconds, at least 1"),
     ('mode = "cluster"\nannounce = "host:5672"', "ha.announce: expected an amqp:// or amqps:// URL"),
+    ('mode = "cluster"\ncluster_user = "node"', "ha.cluster_password_env: required with cluster_user"),
+    ('mode = "cluster"\ncluster_password_env = "PW"', "ha.cluster_user: required with cluster_password_env"),
 ])
 def test_bad_cluster_values_are_named_by_path(table, message):
     with pytest.raises(config.ConfigError, match=message):
@@ -42,3 +44,12 @@ def test_a_second_process_with_the_same_node_name_is_refused_in_one_line(tmp_pat
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1, refused.stderr
     assert "node name 'node-a' is in use by another live broker" in refused.stderr
+
+
+def test_a_cluster_password_variable_that_is_not_set_stops_the_start_in_one_line(tmp_path, scale_db):
+    url = scale_db[2]
+    refused = run(tmp_path, f'[store]\nurl = "{url}"\n[ha]\nmode = "cluster"\nnode = "node-a"\n'
+                            'cluster_user = "node"\ncluster_password_env = "HERMOD_TEST_UNSET_PW"\n')
+    assert refused.returncode == 2
+    assert refused.stderr == ("hermod: ha.cluster_password_env: environment variable "
+                              "HERMOD_TEST_UNSET_PW is not set\n")
