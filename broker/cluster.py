@@ -11,9 +11,14 @@ Theory of operation. The store half is `store.ownership.Membership`; this module
   broker before the row can expire (the same timing as shared-store HA).
 - Rounds: a second thread, every renew period, claims queues with no live owner (a dead node's,
   never more than the spread) and hands them to the reactor, which pages their messages in from
-  the store; it also refreshes `remote` (queue -> owning node and its announce URL), which the
-  broker reads to redirect a consumer attach (`core.errors.QueueElsewhere`), and tops up the
-  block of message ids.
+  the store; it also refreshes the routing cache (`remote`: queue -> owning node and its
+  announce URL; `mine`), which the broker reads to redirect a consumer attach
+  (`core.errors.QueueElsewhere`) and to forward sends, and tops up the block of message ids.
+- Freshness: a third thread LISTENs for owner changes (`Membership.listen`, pg_notify at every
+  claim, release, creation) and re-reads the cache when one commits. A queue name the cache does
+  not know at all (a claim whose notification is still on its way) is looked up once on the
+  reactor before the attach or send is answered (`owner_of`): one primary-key read, then the
+  name is remembered as "nobody else's" until a notification names it again.
 - Commits: the journal runs `Membership.fence` in every transaction, so a node that lost a
   queue commits nothing more to it, and a queue created here becomes ours in the same commit.
 - Message ids come from blocks of a shared counter (`IdBlocks`), never `max(id) + 1`.
@@ -28,7 +33,7 @@ from typing import Callable
 
 from hermod.store import recovery
 from hermod.store.errors import StoreError
-from hermod.store.ownership import Membership
+from hermod.store.ownership import EVERY_QUEUE, Membership
 
 from .core import errors
 from .core.message import MULTICAST
@@ -37,6 +42,7 @@ from .ha import LeaseKeeper, renew_period
 log = logging.getLogger("hermod.cluster")
 
 ID_BLOCK = 10_000  # message ids per block: one counter-row update per this many messages
+CHECKED_MAX = 100_000  # names remembered as looked up and nobody else's (then forgotten at once)
 
 
 class IdBlocks:
@@ -106,12 +112,16 @@ class Cluster:
         self._engine = engine
         self.owned: frozenset[str] = frozenset()  # claimed at join (what recovery reads)
         self.remote: dict[str, tuple[str, str | None]] = {}
+        self.mine: frozenset[str] = frozenset()  # queues this node owns, as last read
+        self._checked: set[str] = set()  # looked up on a miss: nobody else's (see owner_of)
+        self._checked_lock = threading.Lock()
         self.keeper: LeaseKeeper | None = None
         self.ids: IdBlocks | None = None
         self._broker = None
         self._loop = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listener: threading.Thread | None = None
 
     # -- start (blocking: run off the reactor) ---------------------------------------------------
 
@@ -121,7 +131,7 @@ class Cluster:
         self.membership.join()
         self.keeper = LeaseKeeper(_NodeLease(self), sent)
         self.owned = frozenset(self._claim_round())
-        self.remote = self.membership.remote_owners()
+        self._refresh()
         self.ids = IdBlocks(self.membership.allocate)
         log.info("cluster node %s owns %d queue(s) at start", self.membership.node, len(self.owned))
 
@@ -130,12 +140,15 @@ class Cluster:
         from .cluster_forward import Forwarder
         self._broker = broker
         self._loop = loop
-        broker.forwarder = Forwarder(broker, loop, self.membership.node, lambda: self.remote,
-                                     self.login)
+        broker.forwarder = Forwarder(broker, loop, self.membership.node, self.owner_of, self.login)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)
         self._thread.start()
+        self._listener = threading.Thread(
+            target=self.membership.listen, name="hermod-cluster-owners", daemon=True,
+            args=(self._stop, self._changed, renew_period(self.membership.lease_s)))
+        self._listener.start()
 
     def peers(self) -> list[str]:
         return [announce for node, announce in self.membership.live_nodes().items()
@@ -143,8 +156,9 @@ class Cluster:
 
     def stop_rounds(self) -> None:
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self.membership.lease_s)
+        for thread in (self._thread, self._listener):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=self.membership.lease_s)
 
     # -- the broker's questions (reactor) --------------------------------------------------------
 
@@ -152,7 +166,7 @@ class Cluster:
                        subscription: str | None) -> None:
         """Raise QueueElsewhere when the queue this consumer would read is another node's."""
         name = queue or subscription or (address if routing_type != MULTICAST else None)
-        owner = self.remote.get(name) if name else None
+        owner = self.owner_of(name) if name else None
         if owner is None:
             return
         node, announce = owner
@@ -162,7 +176,45 @@ class Cluster:
         raise errors.QueueElsewhere(f"queue {name} is owned by cluster node {node} at {announce}",
                                     node, announce, address)
 
-    # -- the rounds thread -----------------------------------------------------------------------
+    def owner_of(self, queue: str) -> tuple[str, str | None] | None:
+        """(node, announce) of the other live node that owns `queue`, or None (ours, or nobody's).
+        A name the cache does not know is read from the store once (blocking the reactor for one
+        primary-key lookup; then cached either way until a notification names it)."""
+        owner = self.remote.get(queue)
+        if owner is not None or queue in self.mine or queue in self._checked:
+            return owner
+        try:
+            found = self.membership.owner(queue)
+        except StoreError as error:  # the fence still decides; the next read will tell
+            log.warning("cluster node %s could not look up the owner of %s: %s",
+                        self.membership.node, queue, error)
+            return None
+        if found is not None and found.node != self.membership.node:
+            self.remote[queue] = owner = (found.node, found.announce)
+            return owner
+        with self._checked_lock:
+            if len(self._checked) >= CHECKED_MAX:
+                self._checked.clear()
+            self._checked.add(queue)
+        return None
+
+    # -- the rounds and listener threads ---------------------------------------------------------
+
+    def _refresh(self) -> None:
+        self.mine, self.remote = self.membership.owners_view()
+
+    def _changed(self, names: set[str]) -> None:
+        """From the listener: owners of `names` changed (EVERY_QUEUE: any); re-read them all."""
+        with self._checked_lock:
+            if EVERY_QUEUE in names:
+                self._checked.clear()
+            else:
+                self._checked -= names
+        try:
+            self._refresh()
+        except StoreError as error:
+            log.warning("cluster node %s could not re-read queue owners: %s",
+                        self.membership.node, error)
 
     def _claim_round(self) -> list[str]:
         """Claim queues with no live owner, up to our share; the names claimed."""
@@ -185,7 +237,7 @@ class Cluster:
                 if claimed:
                     addresses, queues = recovery.definitions(self._engine, claimed)
                     self._loop.call_soon_threadsafe(self._adopt, addresses, queues)
-                self.remote = self.membership.remote_owners()
+                self._refresh()
                 self.ids.top_up()
                 failing = False
             except StoreError as error:

@@ -134,11 +134,11 @@ class Forwarder:
     """Splits a routing plan into this node's part and the owners' parts (see the module
     docstring)."""
 
-    def __init__(self, broker, loop, node: str, remote: Callable[[], dict],
+    def __init__(self, broker, loop, node: str, owner_of: Callable[[str], tuple | None],
                  login: PeerLogin = PeerLogin()) -> None:
         self.broker, self.loop, self.node = broker, loop, node
         self.login = login
-        self._remote = remote  # queue -> (node, announce), the cluster's routing cache
+        self._owner_of = owner_of  # queue -> (node, announce) or None: Cluster.owner_of
         self._links: dict[tuple[str, str], PeerLink] = {}
         self._tls: ssl.SSLContext | None = None
 
@@ -154,16 +154,15 @@ class Forwarder:
 
     def remote_part(self, plan) -> bool:
         """Does the plan put the message on a queue another node owns?"""
-        remote = self._remote()
-        return bool(remote) and any(q.name in remote for _, queues in plan for q in queues)
+        owner_of = self._owner_of
+        return any(owner_of(q.name) is not None for _, queues in plan for q in queues)
 
     def forward(self, plan, done: Done) -> None:
-        remote = self._remote()
         local_plan, copies = [], []
         for message, queues in plan:
             mine = []
             for q in queues:
-                owner = remote.get(q.name)
+                owner = self._owner_of(q.name)
                 if owner is None or not owner[1]:
                     mine.append(q)  # not another's (or no announce yet: the fence decides)
                 else:

@@ -22,11 +22,19 @@ A queue is owned by the holder named in its `queue_owners` row while that holder
 - A journal session paused inside a transaction (SIGSTOP) would hold that lock: `guard()` has the
   server end such sessions after `lease_s`.
 
+Every change of a queue's owner made here (claim, release, a queue created or deleted in a
+commit, a graceful leave) sends `pg_notify('hermod_owners', queue)` in its transaction (`*` for
+a leave), so other members re-read the owners when it commits (`listen`) instead of once per
+renew period. A member's death sends nothing: its queues change owner when claimed, which
+notifies.
+
 `allocate_ids` hands out disjoint blocks of message ids from one counter row, never below the
 highest id already in the store, so several writers never assign the same id.
 """
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
@@ -41,8 +49,12 @@ from .models import id_blocks
 from .recovery import highest_message_id
 
 _TIMEOUT_MS = 2000  # statement and lock timeout of membership transactions
+CHANNEL = "hermod_owners"  # pg_notify channel of owner changes; the payload is a queue name
+EVERY_QUEUE = "*"  # the payload of a change to all of a member's queues (it left)
 
 T = TypeVar("T")
+
+log = logging.getLogger("hermod.cluster")
 
 
 class OwnershipLost(StoreError):
@@ -127,6 +139,7 @@ class Membership:
                                self._params())
             connection.execute(text("DELETE FROM cluster_nodes WHERE holder = :holder"),
                                self._params())
+            _notify(connection, EVERY_QUEUE)
         self._run(leave)
 
     def live_nodes(self) -> dict[str, str | None]:
@@ -153,16 +166,23 @@ class Membership:
                 return int(row.epoch)
             if row.holder is not None and self._alive(connection, row.holder):
                 return None
-            return connection.execute(text(
+            epoch = connection.execute(text(
                 "UPDATE queue_owners SET holder = :holder, epoch = epoch + 1 WHERE queue = :queue"
                 " RETURNING epoch"), self._params(queue=queue)).scalar_one()
+            _notify(connection, queue)
+            return epoch
         return self._run(claim)
 
     def release(self, queue: str) -> bool:
         """Give `queue` up (rebalancing); False if it was not ours."""
-        return self._run(lambda connection: connection.execute(text(
-            "UPDATE queue_owners SET holder = NULL WHERE queue = :queue AND holder = :holder"),
-            self._params(queue=queue)).rowcount == 1)
+        def release(connection: Connection) -> bool:
+            released = connection.execute(text(
+                "UPDATE queue_owners SET holder = NULL WHERE queue = :queue AND holder = :holder"),
+                self._params(queue=queue)).rowcount == 1
+            if released:
+                _notify(connection, queue)
+            return released
+        return self._run(release)
 
     def owner(self, queue: str) -> Owner | None:
         """The live owner of `queue` (where to redirect or forward), or None."""
@@ -213,6 +233,52 @@ class Membership:
             " WHERE o.holder <> :holder AND n.expires_at > clock_timestamp()"),
             self._params()).all())
         return {row.queue: (row.node, row.announce) for row in rows}
+
+    def owners_view(self) -> tuple[frozenset[str], dict[str, tuple[str, str | None]]]:
+        """(queues we own, queue -> (node, announce) of every queue another live member owns)
+        in one query: the routing cache of `hermod run`."""
+        rows = self._run(lambda connection: connection.execute(text(
+            "SELECT o.queue, o.holder, n.node, n.announce FROM queue_owners o"
+            " JOIN cluster_nodes n ON n.holder = o.holder"
+            " WHERE n.expires_at > clock_timestamp()")).all())
+        mine = frozenset(row.queue for row in rows if row.holder == self.holder)
+        return mine, {row.queue: (row.node, row.announce) for row in rows
+                      if row.holder != self.holder}
+
+    def listen(self, stop: threading.Event, changed: Callable[[set[str]], None],
+               period: float) -> None:
+        """Blocking, on a thread of its own until `stop`: LISTEN on a dedicated connection and
+        call `changed(queue names)` for each batch of owner-change notifications (EVERY_QUEUE
+        after every (re)connection: what changed while nobody listened is unknown). A lost
+        connection is logged once and made again every `period`."""
+        failing = False
+        while not stop.is_set():
+            raw = None
+            try:
+                raw = self._engine.raw_connection()
+                driver = raw.driver_connection
+                raw.detach()  # never back to the pool: it stays in LISTEN
+                driver.autocommit = True
+                driver.execute(f"LISTEN {CHANNEL}")
+                failing = False
+                changed({EVERY_QUEUE})
+                while not stop.is_set():
+                    names = {n.payload for n in driver.notifies(timeout=period, stop_after=1)}
+                    if names:  # and whatever else has arrived meanwhile: one re-read for all
+                        names |= {n.payload for n in driver.notifies(timeout=0.001)}
+                        changed(names)
+            except Exception as error:  # noqa: BLE001 - logged; the rounds still refresh
+                if not failing:
+                    log.warning("store %s: listening for owner changes failed: %s", self._where,
+                                one_line(error))
+                failing = True
+                stop.wait(period)
+            finally:
+                if raw is not None:
+                    try:
+                        raw.close()
+                    except Exception as error:  # noqa: BLE001 - a broken one may not close cleanly
+                        log.debug("closing the owner-change listener: %s", one_line(error))
 
     def set_announce(self, announce: str) -> None:
         """Where clients reach this node, once its listener is bound (port 0 at start)."""
@@ -272,6 +338,8 @@ class Membership:
             connection.execute(text("DELETE FROM queue_owners WHERE queue = ANY(:queues)"
                                     " AND holder = :holder"),
                                self._params(queues=sorted(deleted)))
+        for queue in sorted(created | deleted):  # rare: not per message
+            _notify(connection, queue)
 
     def guard(self, engine: Engine) -> None:
         """Sessions of `engine` (the journal's) idle inside a transaction for `lease_s` are ended
@@ -291,6 +359,12 @@ class Membership:
         return connection.execute(text(
             "SELECT 1 FROM cluster_nodes WHERE holder = :holder AND expires_at > clock_timestamp()"),
             {"holder": holder}).first() is not None
+
+
+def _notify(connection: Connection, queue: str) -> None:
+    """Tell the other members (at commit) that `queue` changed owner."""
+    connection.execute(text("SELECT pg_notify(:channel, :queue)"),
+                       {"channel": CHANNEL, "queue": queue})
 
 
 def queues_of(ops: Iterable[object]) -> tuple[set[str], set[str], set[str]]:

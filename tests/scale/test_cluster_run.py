@@ -164,3 +164,20 @@ def test_a_paused_node_stops_serving_once_woken_after_losing_its_queues(scale_db
     assert a.proc.wait(timeout=30) == 1
     assert "stopped serving" in "".join(a.stderr)
     assert receive(b_url, "qa") == ["p1", "p2", "p3"]
+
+
+def test_a_queue_just_created_on_one_node_is_known_at_once_on_the_other(scale_db, cluster_nodes):
+    """No waiting for a renew period: node-b's claim is announced (pg_notify), and a name node-a
+    does not know is looked up once before it answers."""
+    cluster, database, url = scale_db
+    a, b = cluster_nodes("node-a", url, lease_s=30), cluster_nodes("node-b", url, lease_s=30)
+    a_url, b_url = a.wait_ready(), b.wait_ready()
+    assert send(b_url, "fresh", ["f1"]) == ["f1"]
+    refusal = redirect_of(a_url, "fresh")  # at once: not after a renew period
+    assert refusal is not None and refusal[0] == REDIRECT, refusal
+    assert f"amqp://{refusal[1]['network-host']}:{int(refusal[1]['port'])}" == b_url
+    assert send(b_url, "fresh2", ["g1"]) == ["g1"]
+    assert send(a_url, "fresh2", ["g2"]) == ["g2"]  # forwarded to node-b, not internal-error
+    assert owners(cluster, database) == {"fresh": "node-b", "fresh2": "node-b"}
+    assert receive(b_url, "fresh") == ["f1"]
+    assert receive(b_url, "fresh2") == ["g1", "g2"]

@@ -179,3 +179,30 @@ def test_a_paused_owner_mid_transaction_does_not_hold_a_takeover_back(scale_db, 
         connection.execute(text("SELECT 1"))
         transaction.commit()
     connection.invalidate()
+
+
+def test_owner_changes_are_announced_to_listening_members(scale_db, engines):
+    """pg_notify at claim, release and leave: a listening member hears the queue's name when
+    the change commits (EVERY_QUEUE first, and for a leave), not a renew period later."""
+    url = scale_db[2]
+    a, b = member(engines, url, "node-a"), member(engines, url, "node-b")
+    heard: list[set[str]] = []
+    stop = threading.Event()
+    listener = threading.Thread(target=a.listen, args=(stop, heard.append, 0.2), daemon=True)
+    listener.start()
+    try:
+        wait_for(lambda: heard == [{"*"}], 10, message="the listener's first catch-up")
+        assert b.claim("orders") == 1
+        wait_for(lambda: any("orders" in names for names in heard[1:]), 10,
+                 message="node-b's claim heard")
+        assert a.owners_view() == (frozenset(), {"orders": ("node-b", "amqp://node-b:5672")})
+        heard.clear()
+        assert b.release("orders")
+        wait_for(lambda: {"orders"} in heard, 10, message="node-b's release heard")
+        heard.clear()
+        b.leave()
+        wait_for(lambda: {"*"} in heard, 10, message="node-b's leave heard")
+    finally:
+        stop.set()
+        listener.join(10)
+    assert not listener.is_alive()
