@@ -140,7 +140,8 @@ class Cluster:
         from .cluster_forward import Forwarder
         self._broker = broker
         self._loop = loop
-        broker.forwarder = Forwarder(broker, loop, self.membership.node, self.owner_of, self.login)
+        broker.forwarder = Forwarder(broker, loop, self.membership.node, self.owner_of, self.login,
+                                     origin=self.membership.holder)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)

@@ -7,8 +7,15 @@ owner over an internal outgoing AMQP link, to the queue's fully qualified name
 stored (queues it owns, retention, duplicate ids) AND every owner settled its copy `accepted`,
 which the owner does after its own commit. Any other outcome, or an owner that cannot be
 reached, refuses the send (`amqp:internal-error`): it is never accepted stored only in part.
-A copy an owner accepted for a send that is refused anyway (another part failed) stays there;
-the client's resend is then a duplicate (only `_AMQ_DUPL_ID` catches it).
+A copy an owner accepted for a send that is refused anyway (another part failed) stays there.
+
+Duplicate-id stamp (docs/scale-out.md section 5): every copy carries `_AMQ_DUPL_ID` =
+`ORIGIN@QUEUE`, ORIGIN being the producer's own `_AMQ_DUPL_ID` when it set one, else this
+process's holder and the message id (`node token/id`), QUEUE the target queue (an owner's
+duplicate cache is per address, so copies for two of its queues must differ). The owner's
+duplicate detection then drops a second copy of one message for one queue: a producer's resend
+(with its id) after a refused send whose copy an owner had accepted, or any resend of a copy
+with the same message id. The rest of the message is forwarded byte for byte.
 
 One `PeerLink` (connection + sender link) per owner and target queue, made on first use and
 kept while it works; a link that goes down fails what it had in flight and is made again by
@@ -31,7 +38,10 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from .bridge import client_context
+from .core.duplicates import DUPLICATE_ID, DuplicateIds
 from .protocol import outgoing
+from .protocol.amqptypes import decode, encode, skip
+from .protocol.codec import APPLICATION_PROPERTIES, sections
 
 log = logging.getLogger("hermod.cluster")
 
@@ -42,6 +52,57 @@ Done = Callable[[BaseException | None], None]
 
 class ForwardFailed(Exception):
     """A copy for another node was not accepted there (mapped to amqp:internal-error)."""
+
+
+def stamp(message, origin: str, queue: str) -> str:
+    """The `_AMQ_DUPL_ID` of `message`'s copy for `queue` (see the module docstring)."""
+    own = DuplicateIds.id_of(message)
+    return f"{own if own is not None else f'{origin}/{message.id}'}@{queue}"
+
+
+def stamped(encoded: bytes, value: str) -> bytes:
+    """`encoded` with the application property `_AMQ_DUPL_ID` = `value` (replacing one the
+    message had); every other section and property keeps its exact bytes."""
+    entry = encode(DUPLICATE_ID) + encode(value)
+    out, placed = [], False
+    for descriptor, start, end in sections(encoded):
+        if descriptor == APPLICATION_PROPERTIES:
+            out.append(_map_section(_entries_without(encoded, start, DUPLICATE_ID) + [entry]))
+            placed = True
+            continue
+        if descriptor > APPLICATION_PROPERTIES and not placed:  # the body or the footer
+            out.append(_map_section([entry]))
+            placed = True
+        out.append(encoded[start:end])
+    if not placed:
+        out.append(_map_section([entry]))
+    return b"".join(out)
+
+
+def _entries_without(encoded: bytes, start: int, key: str) -> list[bytes]:
+    """The encoded key+value entries of the map section at `start`, but `key`'s."""
+    p = start + 3 if encoded[start + 1] == 0x53 else skip(encoded, start + 1)
+    code = encoded[p]
+    if code == 0xC1:
+        count, p = encoded[p + 2], p + 3
+    elif code == 0xD1:
+        count, p = int.from_bytes(encoded[p + 5:p + 9], "big"), p + 9
+    else:  # null: no properties
+        return []
+    entries = []
+    for _ in range(count // 2):
+        value_at = skip(encoded, p)
+        end = skip(encoded, value_at)
+        if decode(encoded, p)[0] != key:
+            entries.append(encoded[p:end])
+        p = end
+    return entries
+
+
+def _map_section(entries: list[bytes]) -> bytes:
+    body = b"".join(entries)
+    return (b"\x00\x53" + bytes((APPLICATION_PROPERTIES, 0xD1)) + (len(body) + 4).to_bytes(4, "big")
+            + (2 * len(entries)).to_bytes(4, "big") + body)
 
 
 class LoginError(ValueError):
@@ -135,8 +196,9 @@ class Forwarder:
     docstring)."""
 
     def __init__(self, broker, loop, node: str, owner_of: Callable[[str], tuple | None],
-                 login: PeerLogin = PeerLogin()) -> None:
+                 login: PeerLogin = PeerLogin(), origin: str | None = None) -> None:
         self.broker, self.loop, self.node = broker, loop, node
+        self.origin = origin or node  # this process (Membership.holder): the stamp's origin
         self.login = login
         self._owner_of = owner_of  # queue -> (node, announce) or None: Cluster.owner_of
         self._links: dict[tuple[str, str], PeerLink] = {}
@@ -165,8 +227,11 @@ class Forwarder:
                 owner = self._owner_of(q.name)
                 if owner is None or not owner[1]:
                     mine.append(q)  # not another's (or no announce yet: the fence decides)
-                else:
-                    copies.append((owner[1], f"{q.address.name}::{q.name}", message.encoded))
+                    continue
+                if not message.id:  # the origin of its stamp (post keeps it)
+                    message.id = self.broker.postoffice.next_message_id()
+                copies.append((owner[1], f"{q.address.name}::{q.name}",
+                               stamped(message.encoded, stamp(message, self.origin, q.name))))
             local_plan.append((message, mine))
         pending = [1 + len(copies)]
         errors: list[BaseException] = []

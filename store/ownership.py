@@ -224,16 +224,6 @@ class Membership:
             return int(total), int(live), int(mine), self._claimable(connection)
         return self._run(census)
 
-    def remote_owners(self) -> dict[str, tuple[str, str | None]]:
-        """queue -> (node, announce) of every queue another live member owns (the routing
-        cache of `hermod run`, refreshed every renew period)."""
-        rows = self._run(lambda connection: connection.execute(text(
-            "SELECT o.queue, n.node, n.announce FROM queue_owners o"
-            " JOIN cluster_nodes n ON n.holder = o.holder"
-            " WHERE o.holder <> :holder AND n.expires_at > clock_timestamp()"),
-            self._params()).all())
-        return {row.queue: (row.node, row.announce) for row in rows}
-
     def owners_view(self) -> tuple[frozenset[str], dict[str, tuple[str, str | None]]]:
         """(queues we own, queue -> (node, announce) of every queue another live member owns)
         in one query: the routing cache of `hermod run`."""

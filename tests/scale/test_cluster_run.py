@@ -181,3 +181,50 @@ def test_a_queue_just_created_on_one_node_is_known_at_once_on_the_other(scale_db
     assert owners(cluster, database) == {"fresh": "node-b", "fresh2": "node-b"}
     assert receive(b_url, "fresh") == ["f1"]
     assert receive(b_url, "fresh2") == ["g1", "g2"]
+
+
+def test_forwarded_copies_are_stamped_per_queue_and_a_resend_is_stored_once(
+        scale_db, cluster_nodes):
+    """A message for two queues of one address on another node reaches both (the copies'
+    `_AMQ_DUPL_ID` stamps differ per queue), and the producer's resend with its own
+    `_AMQ_DUPL_ID` is dropped by the owner: each queue holds one copy."""
+    cluster, database, url = scale_db
+    b = cluster_nodes("node-b", url, lease_s=30, extra=(
+        '[[address]]\nname = "news"\nrouting = ["multicast"]\n'
+        '[[address.queue]]\nname = "s1"\nrouting = "multicast"\n'
+        '[[address.queue]]\nname = "s2"\nrouting = "multicast"\n'))
+    b_url = b.wait_ready()
+    a = cluster_nodes("node-a", url, lease_s=30)
+    a_url = a.wait_ready()
+    assert owners(cluster, database) == {"s1": "node-b", "s2": "node-b"}
+    connection = BlockingConnection(a_url, timeout=10)
+    try:
+        sender = connection.create_sender("news")
+        for _ in range(2):  # the second is the producer's resend
+            sender.send(Message(body="n1", durable=True, properties={"_AMQ_DUPL_ID": "d-1"}))
+        sender.send(Message(body="n2", durable=True))
+    finally:
+        connection.close()
+    stamps = sorted(row[0] for row in sql(cluster, database, "SELECT duplicate_id FROM duplicate_ids"))
+    assert "d-1@s1" in stamps and "d-1@s2" in stamps, stamps
+    for queue in ("s1", "s2"):
+        got = _receive_all(b_url, f"news::{queue}")
+        assert [m.body for m in got] == ["n1", "n2"], queue
+        assert got[0].properties["_AMQ_DUPL_ID"] == f"d-1@{queue}"
+        assert got[1].properties["_AMQ_DUPL_ID"].endswith(f"@{queue}")
+        assert got[1].properties["_AMQ_DUPL_ID"].startswith("node-a ")
+
+
+def _receive_all(url: str, address: str) -> list[Message]:
+    connection = BlockingConnection(url, timeout=10)
+    try:
+        receiver = connection.create_receiver(address, credit=10)
+        got = []
+        while True:
+            try:
+                got.append(receiver.receive(timeout=2))
+            except Timeout:
+                return got
+            receiver.accept()
+    finally:
+        connection.close()
