@@ -216,15 +216,15 @@ class Forwarder:
 
     def remote_part(self, plan) -> bool:
         """Does the plan put the message on a queue another node owns?"""
-        owner_of = self._owner_of
-        return any(owner_of(q.name) is not None for _, queues in plan for q in queues)
+        owner_of = self._owner_of  # only durable queues have owners (temporary ones are local)
+        return any(q.durable and owner_of(q.name) is not None for _, queues in plan for q in queues)
 
     def forward(self, plan, done: Done) -> None:
         local_plan, copies = [], []
         for message, queues in plan:
             mine = []
             for q in queues:
-                owner = self._owner_of(q.name)
+                owner = self._owner_of(q.name) if q.durable else None
                 if owner is None or not owner[1]:
                     mine.append(q)  # not another's (or no announce yet: the fence decides)
                     continue
