@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from proton import Message, Timeout
-from proton.utils import BlockingConnection, LinkDetached
+from proton.utils import BlockingConnection, LinkDetached, SendException
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ha"))
 
@@ -48,6 +48,26 @@ def send(url: str, address: str, bodies: list[str], **conn_kw) -> list[str]:
         return [body for body in bodies if sender.send(Message(body=body, durable=True))]
     finally:
         connection.close()
+
+
+def refusal_of_send(url: str, address: str, body: str, **conn_kw):
+    """Send one durable body that the broker must refuse: the outcome state it gave."""
+    connection = BlockingConnection(url, timeout=30, **conn_kw)
+    try:
+        sender = connection.create_sender(address)
+        try:
+            sender.send(Message(body=body, durable=True))
+        except SendException as refused:
+            return refused.state
+        raise AssertionError(f"{body!r} to {address} was accepted")
+    finally:
+        connection.close()
+
+
+def redirected(url: str, address: str, **conn_kw) -> tuple[str, dict] | None:
+    """The refusal of a receiver on `address` when it is a redirect, else None."""
+    refusal = redirect_of(url, address, **conn_kw)
+    return refusal if refusal is not None and refusal[0] == REDIRECT else None
 
 
 def redirect_of(url: str, address: str, **conn_kw) -> tuple[str, dict] | None:

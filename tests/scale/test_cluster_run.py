@@ -7,11 +7,11 @@ import signal
 import threading
 
 import psycopg
-import pytest
 from proton import ConnectionException, Disposition, Message, Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
-from cluster_testing import REDIRECT, followed, receive, redirect_of, send
+from cluster_testing import (REDIRECT, followed, receive, redirect_of, redirected,
+                             refusal_of_send, send)
 
 from hermod_testing import wait_for
 
@@ -39,17 +39,12 @@ def test_two_nodes_serve_their_own_queues_and_redirect_consumers(scale_db, clust
     # ids from disjoint blocks: no message of one node overwrote the other's
     assert sorted(r[0] for r in sql(cluster, database, "SELECT count(*) FROM messages")) == [3]
     # node-b learns who owns qa within a renew period (until then an attach is refused)
-    name, info = wait_for(lambda: _redirected(b_url, "qa"), 10, message="qa redirected by node-b")
+    name, info = wait_for(lambda: redirected(b_url, "qa"), 10, message="qa redirected by node-b")
     assert f"amqp://{info['network-host']}:{int(info['port'])}" == a_url
     assert info["address"] == "qa"
     assert followed(b_url, "qa") == a_url
     assert receive(a_url, "qa") == ["a1", "a2"]
     assert receive(b_url, "qb") == ["b1"]
-
-
-def _redirected(url: str, address: str):
-    refusal = redirect_of(url, address)
-    return refusal if refusal is not None and refusal[0] == REDIRECT else None
 
 
 class _Producer(threading.Thread):
@@ -124,7 +119,7 @@ def test_a_send_to_another_nodes_queue_is_forwarded_and_accepted_once_stored_the
     a, b = cluster_nodes("node-a", url), cluster_nodes("node-b", url)
     a_url, b_url = a.wait_ready(), b.wait_ready()
     assert send(a_url, "qa", ["a1"]) == ["a1"]
-    wait_for(lambda: _redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
+    wait_for(lambda: redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
     assert send(b_url, "qa", ["via-b-1", "via-b-2"]) == ["via-b-1", "via-b-2"]
     # stored by node-a, in its queue: node-b stored nothing of them
     assert owners(cluster, database) == {"qa": "node-a"}
@@ -137,17 +132,10 @@ def test_a_send_for_an_unreachable_owner_is_refused_never_accepted(scale_db, clu
     b = cluster_nodes("node-b", url, lease_s=30)
     a_url, b_url = a.wait_ready(), b.wait_ready()
     assert send(a_url, "qa", ["a1"]) == ["a1"]
-    wait_for(lambda: _redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
+    wait_for(lambda: redirected(b_url, "qa"), 10, message="node-b knows node-a owns qa")
     a.proc.kill()
     a.proc.wait()
-    connection = BlockingConnection(b_url, timeout=30)
-    try:
-        sender = connection.create_sender("qa")
-        with pytest.raises(SendException) as refused:
-            sender.send(Message(body="lost?", durable=True))
-        assert refused.value.state == Disposition.REJECTED
-    finally:
-        connection.close()
+    assert refusal_of_send(b_url, "qa", "lost?") == Disposition.REJECTED
     bodies = [row[0] for row in sql(cluster, database, "SELECT encoded FROM messages")]
     assert len(bodies) == 1 and b"lost?" not in bytes(bodies[0])
 

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from proton import Disposition, Message, SSLDomain
-from proton.utils import BlockingConnection, SendException
+from proton import Disposition, SSLDomain
 
-from cluster_testing import REDIRECT, followed, receive, redirect_of, send
+from cluster_testing import followed, receive, redirected, refusal_of_send, send
 from hermod.broker.security.passwords import hash_password
 from hermod_testing import wait_for
 
@@ -65,11 +64,6 @@ def _app(pki) -> dict:
     return {"ssl_domain": domain, "user": "app", "password": APP_PW, "allowed_mechs": "PLAIN"}
 
 
-def _redirected(url: str, address: str, **conn_kw):
-    refusal = redirect_of(url, address, **conn_kw)
-    return refusal if refusal is not None and refusal[0] == REDIRECT else None
-
-
 def test_tls_and_sasl_nodes_forward_sends_and_redirect_consumers(scale_db, cluster_nodes,
                                                                  monkeypatch, pki):
     cluster, database, url = scale_db
@@ -79,7 +73,7 @@ def test_tls_and_sasl_nodes_forward_sends_and_redirect_consumers(scale_db, clust
     assert a_url.startswith("amqps://") and b_url.startswith("amqps://")
     app = _app(pki)
     assert send(a_url, "qa", ["a1"], **app) == ["a1"]
-    name, info = wait_for(lambda: _redirected(b_url, "qa", **app), 10,
+    name, info = wait_for(lambda: redirected(b_url, "qa", **app), 10,
                           message="node-b redirects consumers of qa")
     assert info["scheme"] == "amqps"
     assert followed(b_url, "qa", **app) == a_url
@@ -96,13 +90,6 @@ def test_a_node_with_the_wrong_cluster_password_cannot_forward(scale_db, cluster
     a_url, b_url = a.wait_ready(), b.wait_ready()
     app = _app(pki)
     assert send(a_url, "qa", ["a1"], **app) == ["a1"]
-    wait_for(lambda: _redirected(b_url, "qa", **app), 10, message="node-b knows node-a owns qa")
-    connection = BlockingConnection(b_url, timeout=30, **app)
-    try:
-        sender = connection.create_sender("qa")
-        with pytest.raises(SendException) as refused:
-            sender.send(Message(body="stranger", durable=True))
-        assert refused.value.state == Disposition.REJECTED
-    finally:
-        connection.close()
+    wait_for(lambda: redirected(b_url, "qa", **app), 10, message="node-b knows node-a owns qa")
+    assert refusal_of_send(b_url, "qa", "stranger", **app) == Disposition.REJECTED
     assert receive(a_url, "qa", **app) == ["a1"]
