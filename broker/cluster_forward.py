@@ -167,6 +167,7 @@ class PeerLink:
 
     # -- outgoing.OutgoingConnection's callbacks ---------------------------------------------------
     def link_up(self) -> None:
+        self.forwarder.up(self)
         self._flush()
 
     def credit_changed(self) -> None:
@@ -179,7 +180,7 @@ class PeerLink:
                  ForwardFailed(f"the owner at {self.announce} answered {kind} for {self.target}"))
 
     def down(self, reason: str) -> None:
-        self.forwarder.forget(self)
+        self.forwarder.forget(self, reason)
         error = ForwardFailed(f"the owner of {self.target} at {self.announce}: {reason}")
         dones = list(self._dones.values()) + [done for _, done in self.waiting]
         self._dones.clear()
@@ -203,6 +204,7 @@ class Forwarder:
         self._owner_of = owner_of  # queue -> (node, announce) or None: Cluster.owner_of
         self._links: dict[tuple[str, str], PeerLink] = {}
         self._tls: ssl.SSLContext | None = None
+        self._down_reasons: dict[str, str] = {}  # announce -> the last reason logged
 
     def tls_context(self) -> ssl.SSLContext:
         """For owners announced as amqps://, made once ([tls] ca, as a bridge's)."""
@@ -259,9 +261,21 @@ class Forwarder:
             link = self._links[key] = PeerLink(self, announce, target)
         return link
 
-    def forget(self, link: PeerLink) -> None:
+    def up(self, link: PeerLink) -> None:
+        """A link to `link.announce` works again: its next failure is logged."""
+        self._down_reasons.pop(link.announce, None)
+
+    def forget(self, link: PeerLink, reason: str) -> None:
+        """`link` is down: the next send makes another. Logged when the reason for its node
+        changes (a refused login would otherwise log once per send)."""
         if self._links.get((link.announce, link.target)) is link:
             del self._links[(link.announce, link.target)]
+        if self._down_reasons.get(link.announce) != reason:
+            if len(self._down_reasons) >= 1000:
+                self._down_reasons.clear()
+            self._down_reasons[link.announce] = reason
+            log.warning("cluster node %s: link to %s for %s is down: %s", self.node,
+                        link.announce, link.target, reason)
 
     def close(self) -> None:
         for link in list(self._links.values()):

@@ -191,14 +191,12 @@ class OutgoingConnection(asyncio.Protocol):
         self._schedule_flush()
 
     def _transport_reason(self, default: str) -> str:
-        """Why the transport ended: its condition, or a refused SASL login, or `default`."""
-        why = _condition_text(lib.pn_transport_condition(self.transport))
-        if why:
-            return why
+        """Why the transport ended: a refused SASL login (first: over TLS the socket's end
+        sets a condition of its own), its condition, or `default`."""
         outcome = lib.pn_sasl_outcome(self.sasl) if self.sasl is not None else lib.PN_SASL_NONE
         if outcome not in (lib.PN_SASL_NONE, lib.PN_SASL_OK):
             return f"amqp:unauthorized-access: the remote refused the SASL login (outcome {outcome})"
-        return default
+        return _condition_text(lib.pn_transport_condition(self.transport)) or default
 
     def _on_attach(self) -> None:
         # A refused attach comes back with no target, then a detach with the reason.

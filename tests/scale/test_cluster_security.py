@@ -93,3 +93,4 @@ def test_a_node_with_the_wrong_cluster_password_cannot_forward(scale_db, cluster
     wait_for(lambda: redirected(b_url, "qa", **app), 10, message="node-b knows node-a owns qa")
     assert refusal_of_send(b_url, "qa", "stranger", **app) == Disposition.REJECTED
     assert receive(a_url, "qa", **app) == ["a1"]
+    assert "amqp:unauthorized-access" in "".join(b.stderr), b.stderr[-5:]
