@@ -48,6 +48,7 @@ def test_the_overrides_win_over_the_file_and_the_defaults():
 OTHER_READERS = {
     "broker/cli.py",  # argument defaults of the entry point (HERMOD_LOG_LEVEL, HERMOD_URL)
     "broker/bridge.py",  # a bridge's password, from the variable its `password_env` names
+    "broker/cluster_forward.py",  # the cluster login's password, from [ha] cluster_password_env
     "broker/systemd.py",  # NOTIFY_SOCKET, the service manager's protocol
 }
 

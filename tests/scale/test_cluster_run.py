@@ -38,7 +38,7 @@ def test_two_nodes_serve_their_own_queues_and_redirect_consumers(scale_db, clust
     assert owners(cluster, database) == {"qa": "node-a", "qb": "node-b"}
     # ids from disjoint blocks: no message of one node overwrote the other's
     assert sorted(r[0] for r in sql(cluster, database, "SELECT count(*) FROM messages")) == [3]
-    # node-b learns who owns qa within a renew period (until then an attach is refused)
+    # node-b learns who owns qa (a notification, or its lookup of a name it does not know)
     name, info = wait_for(lambda: redirected(b_url, "qa"), 10, message="qa redirected by node-b")
     assert f"amqp://{info['network-host']}:{int(info['port'])}" == a_url
     assert info["address"] == "qa"
