@@ -186,10 +186,10 @@ class Cluster:
             return owner
         try:
             found = self.membership.owner(queue)
-        except StoreError as error:  # the fence still decides; the next read will tell
+        except StoreError as error:  # the fence still decides; not asked again until the
+            found = None             # listener reconnects (a full re-read) or names it
             log.warning("cluster node %s could not look up the owner of %s: %s",
                         self.membership.node, queue, error)
-            return None
         if found is not None and found.node != self.membership.node:
             self.remote[queue] = owner = (found.node, found.announce)
             return owner
