@@ -247,6 +247,7 @@ class Membership:
             try:
                 raw = self._engine.raw_connection()
                 driver = raw.driver_connection
+                assert driver is not None, "a fresh raw connection has its driver's connection"
                 raw.detach()  # never back to the pool: it stays in LISTEN
                 driver.autocommit = True
                 driver.execute(f"LISTEN {CHANNEL}")
