@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from .copies import orig_annotations
+from .copies import divert_copy, orig_annotations
 from .errors import HermodError
 from .message import Message, RoutingType
 
@@ -109,8 +109,6 @@ class Divert:
         applies); a copy in a cycle goes to the dead-letter address instead."""
         self.fired += 1
         po = context.postoffice
-        annotate = po.annotate
-        assert annotate is not None, "a post office with diverts has the codec's annotate"
         for target in targets:
             if message.hops >= MAX_FORWARD_HOPS or context.visiting(target.address):
                 log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
@@ -118,16 +116,9 @@ class Divert:
                 context.dead_letter(message, self.name)
                 return
             rt = target.copy_routing_type(message)
-            copy = annotate(message, orig_annotations(message, self.name), target.address)
-            copy.routing_type = rt
-            copy.id = po.next_message_id()
-            copy.hops = message.hops + 1
-            if self.transformer is not None:
-                try:
-                    copy = self.transformer(copy)
-                except Exception:  # noqa: BLE001 - a user's transformer must not break routing
-                    log.exception("transformer of %s failed; the copy is not forwarded", self.name)
-                    continue
+            copy = divert_copy(po, message, self.name, target.address, rt, self.transformer)
+            if copy is None:
+                continue
             try:
                 address = po.ensure_send_target(target.address, po.resolve_send_routing_type(target.address, rt))
             except HermodError as e:
