@@ -9,7 +9,7 @@ counted two ways, each with 0 and N diverts side by side in one run:
   flow: one producer, every copy consumed; originals per second and broker CPU per delivery.
 
     .venv/bin/python benchmarks/divert_copies.py [--diverts 10] [--count 20000] [--reps 3]
-        [--only copy|fanout] [--base DIR]
+        [--size 1024] [--only copy|fanout] [--base DIR]
 
 `--base DIR` runs everything also against another checkout (a `git archive` of the commit to
 compare), interleaved with this one, so machine noise hits both alike.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 BATCH = 1000  # messages routed per timed batch; the queues are emptied between batches
 
 
-def copy_cost(diverts: int, count: int) -> float:
+def copy_cost(diverts: int, count: int, size: int = 1024) -> float:
     """Seconds per original message for route + admit + post_now, in this process."""
     import tomllib
 
@@ -48,7 +48,7 @@ def copy_cost(diverts: int, count: int) -> float:
     broker = Broker(config_mod.parse(tomllib.loads(text)))
     broker.start()
     po = broker.postoffice
-    encoded = encode_message(1024, False)
+    encoded = encode_message(size, False)
 
     def one() -> None:
         message = Message(encoded, codec.Envelope(encoded), "fan", None, "bench", 0)
@@ -72,14 +72,14 @@ def copy_cost(diverts: int, count: int) -> float:
     return min(batches)
 
 
-def fanout(diverts: int, count: int, pythonpath: str | None) -> dict:
+def fanout(diverts: int, count: int, size: int, pythonpath: str | None) -> dict:
     from hermod.broker.tools import perfrun
     from hermod.broker.tools.perf import divert_config, scenario_flow
     from hermodproc import HermodProc
 
     with HermodProc(config=divert_config("perf.fan", diverts), pythonpath=pythonpath) as b:
         flow = scenario_flow("fanout", "perf.fan", 1, 1, diverts, count)
-        res = perfrun.run_flow("127.0.0.1", b.port, flow, mode="throughput", size=1024, timeout=600,
+        res = perfrun.run_flow("127.0.0.1", b.port, flow, mode="throughput", size=size, timeout=600,
                                cpu=perfrun.cpu_probe([b.pid]))
         if res.error:
             raise RuntimeError(res.error)
@@ -87,9 +87,10 @@ def fanout(diverts: int, count: int, pythonpath: str | None) -> dict:
         return {"msg_per_s": originals / res.secs, "cpu_us_per_delivery": res.cpu_s * 1e6 / res.received}
 
 
-def run_copy_in(tree: str, diverts: int, count: int) -> float:
+def run_copy_in(tree: str, diverts: int, count: int, size: int) -> float:
     """`copy_cost` in a fresh interpreter on `tree` (so two checkouts can be compared)."""
-    out = subprocess.run([sys.executable, __file__, "--child-copy", str(diverts), "--count", str(count)],
+    out = subprocess.run([sys.executable, __file__, "--child-copy", str(diverts), "--count", str(count),
+                          "--size", str(size)],
                          env=dict(os.environ, PYTHONPATH=tree), capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -99,12 +100,13 @@ def main() -> int:
     p.add_argument("--diverts", type=int, default=10)
     p.add_argument("--count", type=int, default=20000)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--size", type=int, default=1024, help="body bytes (default 1024)")
     p.add_argument("--only", choices=["copy", "fanout"])
     p.add_argument("--base", help="another checkout to compare with, interleaved")
     p.add_argument("--child-copy", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child_copy is not None:
-        print(copy_cost(args.child_copy, args.count))
+        print(copy_cost(args.child_copy, args.count, args.size))
         return 0
     trees = {"this": str(ROOT)}
     if args.base:
@@ -115,11 +117,11 @@ def main() -> int:
         for tree, path in trees.items():
             for k in (0, args.diverts):
                 if args.only in (None, "copy"):
-                    copy[tree, k].append(run_copy_in(path, k, args.count))
+                    copy[tree, k].append(run_copy_in(path, k, args.count, args.size))
                 if args.only in (None, "fanout"):
-                    fan[tree, k].append(fanout(k, args.count, path if tree != "this" else None))
+                    fan[tree, k].append(fanout(k, args.count, args.size, path if tree != "this" else None))
     load = os.getloadavg()[0]
-    summary: dict = {"load": round(load, 2), "diverts": args.diverts, "count": args.count}
+    summary: dict = {"load": round(load, 2), "diverts": args.diverts, "count": args.count, "size": args.size}
     for tree in trees:
         row: dict = {}
         if args.only in (None, "copy"):

@@ -466,7 +466,7 @@ class PostOffice:
         # while durable messages are still being written goes through as an empty unit, so that
         # messages reach their queues in the order they arrived.
         self._unconfirmed += 1
-        held = sum(len(r.message.encoded) for r in refs)  # counted against the memory limit
+        held = sum(r.message.size for r in refs)  # counted against the memory limit
         self.flow.unit_submitted(held)
 
         def committed(error: BaseException | None) -> None:
