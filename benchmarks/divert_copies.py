@@ -7,9 +7,11 @@ counted two ways, each with 0 and N diverts side by side in one run:
   CPU time of the fastest batch of 1,000; per copy = (time with N - time with 0) / N.
 - `fanout`: a real broker (`hermod run`, memory store) and `hermod perf --scenario fanout`'s
   flow: one producer, every copy consumed; originals per second and broker CPU per delivery.
+- `fill`: the same broker and producer, nobody consuming (`--count` messages stay queued):
+  originals per second and broker CPU per original; per copy = (CPU with N - with 0) / N.
 
     .venv/bin/python benchmarks/divert_copies.py [--diverts 10] [--count 20000] [--reps 3]
-        [--size 1024] [--only copy|fanout] [--base DIR]
+        [--size 1024] [--only copy|fanout|fill] [--base DIR]
 
 `--base DIR` runs everything also against another checkout (a `git archive` of the commit to
 compare), interleaved with this one, so machine noise hits both alike.
@@ -72,17 +74,21 @@ def copy_cost(diverts: int, count: int, size: int = 1024) -> float:
     return min(batches)
 
 
-def fanout(diverts: int, count: int, size: int, pythonpath: str | None) -> dict:
+def fanout(diverts: int, count: int, size: int, pythonpath: str | None, consume: bool = True) -> dict:
     from hermod.broker.tools import perfrun
     from hermod.broker.tools.perf import divert_config, scenario_flow
     from hermodproc import HermodProc
 
     with HermodProc(config=divert_config("perf.fan", diverts), pythonpath=pythonpath) as b:
         flow = scenario_flow("fanout", "perf.fan", 1, 1, diverts, count)
+        if not consume:
+            flow = perfrun.Flow(flow.targets, [], count)
         res = perfrun.run_flow("127.0.0.1", b.port, flow, mode="throughput", size=size, timeout=600,
                                cpu=perfrun.cpu_probe([b.pid]))
         if res.error:
             raise RuntimeError(res.error)
+        if not consume:
+            return {"msg_per_s": res.sent / res.secs, "cpu_us_per_original": res.cpu_s * 1e6 / res.sent}
         originals = res.received // max(1, flow.fanout)
         return {"msg_per_s": originals / res.secs, "cpu_us_per_delivery": res.cpu_s * 1e6 / res.received}
 
@@ -101,7 +107,7 @@ def main() -> int:
     p.add_argument("--count", type=int, default=20000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--size", type=int, default=1024, help="body bytes (default 1024)")
-    p.add_argument("--only", choices=["copy", "fanout"])
+    p.add_argument("--only", choices=["copy", "fanout", "fill"])
     p.add_argument("--base", help="another checkout to compare with, interleaved")
     p.add_argument("--child-copy", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -113,11 +119,14 @@ def main() -> int:
         trees["base"] = str(Path(args.base).resolve())
     copy: dict = {(t, k): [] for t in trees for k in (0, args.diverts)}
     fan: dict = {(t, k): [] for t in trees for k in (0, args.diverts)}
+    fill: dict = {(t, k): [] for t in trees for k in (0, args.diverts)}
     for _ in range(args.reps):
         for tree, path in trees.items():
             for k in (0, args.diverts):
                 if args.only in (None, "copy"):
                     copy[tree, k].append(run_copy_in(path, k, args.count, args.size))
+                if args.only in (None, "fill"):
+                    fill[tree, k].append(fanout(k, args.count, args.size, path if tree != "this" else None, False))
                 if args.only in (None, "fanout"):
                     fan[tree, k].append(fanout(k, args.count, args.size, path if tree != "this" else None))
     load = os.getloadavg()[0]
@@ -134,6 +143,11 @@ def main() -> int:
                                  "cpu_us_per_delivery": round(statistics.median(
                                      r["cpu_us_per_delivery"] for r in fan[tree, k]), 2)}
                              for k in (0, args.diverts)}
+        if args.only in (None, "fill"):
+            cpu = {k: statistics.median(r["cpu_us_per_original"] for r in fill[tree, k]) for k in (0, args.diverts)}
+            row["fill"] = {k: {"msg_per_s": round(statistics.median(r["msg_per_s"] for r in fill[tree, k])),
+                               "cpu_us_per_original": round(cpu[k], 2)} for k in (0, args.diverts)}
+            row["fill"]["us_per_copy"] = round((cpu[args.diverts] - cpu[0]) / max(1, args.diverts), 2)
         summary[tree] = row
     print(json.dumps(summary, indent=1))
     return 0
