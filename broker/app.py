@@ -12,7 +12,7 @@ from typing import Callable
 
 from .config import Config
 from .core import errors, links as core_links
-from .core.message import ANYCAST, MULTICAST, Message
+from .core.message import ANYCAST, MULTICAST, Message, SharedBodyCopy
 from .core.postoffice import MemoryJournal, PostOffice
 from .core.selectable import COUNTED, CountingSelector, message_lookup
 from .core.settings import SettingsRepository
@@ -39,10 +39,15 @@ RECOVERY_MEMORY_SHARE = 0.5  # of the memory limit, for all the messages recover
 def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = False) -> Message:
     """A copy of `message` with message annotations added, addressed to `address` (the codec
     rewrites only the annotations section, and the expiry fields when asked; the rest stays
-    byte for byte)."""
-    encoded, envelope = codec.annotated_copy(message.encoded, message.envelope, extra,
-                                             drop=("x-opt-routing-type",), clear_expiry=clear_expiry)
-    return Message(encoded, envelope, address, None, message.container_id, message.arrival)
+    byte for byte, and is shared with the original unless the expiry fields change)."""
+    drop = ("x-opt-routing-type",)
+    envelope = message.envelope
+    if clear_expiry and (envelope.ttl or envelope.properties_count > 8):
+        encoded, envelope = codec.annotated_copy(message.encoded, envelope, extra, drop=drop, clear_expiry=True)
+        return Message(encoded, envelope, address, None, message.container_id, message.arrival)
+    front, base, bare_at = message.parts()
+    head, envelope = codec.annotated_head(front, envelope, extra, drop)
+    return SharedBodyCopy(head, base, bare_at, envelope, address, message.container_id, message.arrival)
 
 
 def address_settings(config: Config, virtual_topics) -> SettingsRepository:

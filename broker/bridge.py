@@ -167,7 +167,7 @@ class Bridge:
         if credit != c.credit:
             c.credit = credit
             if credit:
-                self.queue.postoffice.schedule(self.queue)
+                self.queue.host.schedule(self.queue)
 
     def outcome(self, ref, kind: str, failed: bool, undeliverable: bool) -> None:
         size = self.unconfirmed.pop(ref, None)

@@ -32,7 +32,6 @@ from .forwarding import Divert
 from .message import ANYCAST, MULTICAST, Message
 
 if TYPE_CHECKING:
-    from .address import Address
     from .postoffice import Plan, PostOffice
     from .queue import Queue
 
@@ -198,13 +197,6 @@ class RoutingContext:
         self.postoffice = postoffice
         self.plan: Plan = []
         self.path: list[str] = []  # at most MAX_FORWARD_HOPS + 1 names: a list scan is cheap
-
-    def route(self, message: Message, address: Address, routing_type: str | None) -> None:
-        """Route `message` (a divert's copy) at `address` within this send."""
-        address.bindings.route(message, routing_type, self)
-
-    def visiting(self, address_name: str) -> bool:
-        return address_name in self.path
 
     def dead_letter(self, message: Message, via: str) -> None:
         """A copy of `message` to the dead-letter address of its own address, into this plan."""

@@ -1,5 +1,9 @@
-"""Copies of a message into another address: dead letters (rejected, too many delivery
-attempts) and expiry moves.
+"""Copies of a message into another address: divert and composite copies, dead letters
+(rejected, too many delivery attempts) and expiry moves.
+
+A divert's copy (`divert_copy`) gets a new id, the `x-opt-ORIG-*` annotations, the routing type
+its target sets and the divert's transformer; whether and where a divert fires is the divert's
+decision (`forwarding.py`), and the copy is routed there by the caller.
 
 A move takes the message off its queue and routes a new copy to the target address; the removal
 and the copy are one journal unit. The copy carries the `x-opt-ORIG-*` annotations and never
@@ -13,7 +17,7 @@ the host's `route`, never by this module, so it knows nothing of diverts.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from . import ports
 from .message import ANYCAST, Message
@@ -83,6 +87,25 @@ def plan_copy(host: CopyHost, message: Message, via: str, target: str, extra: di
     return target
 
 
+def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing_type: str | None,
+                transformer: Callable[[Message], Message] | None = None) -> Message | None:
+    """The copy a divert named `via` forwards to `target` (None: its transformer failed, and
+    the copy is not forwarded; the failure is logged)."""
+    annotate = host.annotate
+    assert annotate is not None, "a post office with diverts has the codec's annotate"
+    copy = annotate(message, orig_annotations(message, via), target)
+    copy.routing_type = routing_type
+    copy.id = host.next_message_id()
+    copy.hops = message.hops + 1
+    if transformer is not None:
+        try:
+            copy = transformer(copy)
+        except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+            log.exception("transformer of %s failed; the copy is not forwarded", via)
+            return None
+    return copy
+
+
 def orig_annotations(message: Message, via: str) -> dict:
     """The `x-opt-ORIG-*` annotations a forwarded or dead-lettered copy carries."""
     extra = {"x-opt-ORIG-ADDRESS": message.address, "x-opt-ORIG-MESSAGE-ID": message.id,
@@ -92,4 +115,4 @@ def orig_annotations(message: Message, via: str) -> dict:
     return extra
 
 
-__all__ = ["dead_letter", "expire", "expire_scan", "plan_copy", "orig_annotations"]
+__all__ = ["divert_copy", "dead_letter", "expire", "expire_scan", "plan_copy", "orig_annotations"]

@@ -151,5 +151,46 @@ class Message:
             self._scheduled = when
         return self._scheduled
 
+    def parts(self) -> tuple[bytes, bytes, int]:
+        """(front, base, bare_at): the message is `front` up to `bare_at` (its header and
+        annotations), then `base[bare_at:]` (the bare message); a copy shares `base`."""
+        encoded = self.encoded
+        return encoded, encoded, self.envelope.bare_at
+
     def __repr__(self) -> str:
-        return f"<Message {self.id} to {self.address!r} {len(self.encoded)} bytes>"
+        return f"<Message {self.id} to {self.address!r} {self.size} bytes>"
+
+
+class SharedBodyCopy(Message):
+    """A copy that differs from its original only before the bare message: its own `head`
+    (header and message annotations), the original's bytes shared from `bare_at` on. The
+    encoded copy is joined only when something reads `encoded` (a send, the store), and not
+    kept, so ten divert copies of a 1 MiB message hold one body, not ten.
+
+    A divert copy made this way costs no body-sized allocation or copy while it waits, so its
+    cost does not grow with the body: with 10 diverts, 34-36 -> 7 µs of CPU per copy of a
+    64 KiB message, the same ~6.6-7 µs as before at 1 KiB (benchmarks/divert_copies.py).
+    """
+
+    __slots__ = ("head", "base", "bare_at")
+
+    def __init__(self, head: bytes, base: bytes, bare_at: int, envelope, address: str,
+                 container_id: str | None = None, arrival: int = 0):
+        super().__init__(head, envelope, address, None, container_id, arrival)  # the setter below
+        self.base = base
+        self.bare_at = bare_at
+
+    @property
+    def encoded(self) -> bytes:
+        return b"".join((self.head, memoryview(self.base)[self.bare_at:]))
+
+    @encoded.setter
+    def encoded(self, value: bytes) -> None:  # a whole message: nothing shared any more
+        self.head, self.base, self.bare_at = value, b"", 0
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + len(self.base) - self.bare_at
+
+    def parts(self) -> tuple[bytes, bytes, int]:
+        return self.head, self.base, self.bare_at

@@ -328,6 +328,8 @@ class PostOffice:
         the whole send (returns the full address; nothing is posted), `drop` removes that
         destination's queues from the plan, `page` is left to `post`, `block` is the
         producer's credit (`links.blocked_downstream`)."""
+        if self._none_full(plan):
+            return None
         verdicts: dict[str, str | None] = {}
         for i, (message, queues) in enumerate(plan):
             kept = []
@@ -354,6 +356,19 @@ class PostOffice:
             return next(iter(address.routing_types)) if len(address.routing_types) == 1 else None
         return self.settings_for(name).default_routing_type
 
+    def forward_target(self, name: str, rt: str | None) -> Address:
+        """Where a divert copy with routing type `rt` goes: `ensure_send_target` of the send's
+        routing type (`resolve_send_routing_type`), without its settings lookups when the
+        address exists and takes such a send as it is (every copy but the first)."""
+        address = self.addresses.get(name)
+        if address is not None:
+            types = address.routing_types
+            if rt is None and len(types) == 1:
+                rt = next(iter(types))  # as resolve_send_routing_type gives it
+            if types and (rt is None or rt in types) and (rt != ANYCAST or address.bindings.anycast):
+                return address
+        return self.ensure_send_target(name, self.resolve_send_routing_type(name, rt))
+
     def ensure_send_target(self, name: str, rt: str | None) -> Address:
         """A multicast send needs the address; an anycast send also needs an anycast queue
         (Hermod checks the queue's routing type, unlike Artemis). Created when allowed."""
@@ -372,6 +387,19 @@ class PostOffice:
                 raise AddressNotFound(f"target address {name} has no anycast queue")
             self.create_queue(name, name, ANYCAST, auto_created=True, purpose=QueuePurpose.AUTO)
         return address
+
+    def _none_full(self, plan: Plan) -> bool:
+        """No destination of `plan` is full and memory is under its limit: every verdict would
+        be None (`FlowControl.verdict`), found without a lookup per address."""
+        flow = self.flow
+        if flow.memory_used + flow.pending_bytes >= flow.memory_limit:
+            return False
+        for _message, queues in plan:
+            for q in queues:
+                address = q.address
+                if 0 <= address.limit <= address.size:
+                    return False
+        return True
 
     def post_now(self, plan: Plan) -> bool:
         """The common case, without callbacks: a plan with nothing to store and nothing ahead of
@@ -438,7 +466,7 @@ class PostOffice:
         # while durable messages are still being written goes through as an empty unit, so that
         # messages reach their queues in the order they arrived.
         self._unconfirmed += 1
-        held = sum(len(r.message.encoded) for r in refs)  # counted against the memory limit
+        held = sum(r.message.size for r in refs)  # counted against the memory limit
         self.flow.unit_submitted(held)
 
         def committed(error: BaseException | None) -> None:

@@ -77,11 +77,6 @@ class QueueState:
         self.persisted = True  # False while its creation is on its way to the store
         self._persist_waiters: list = []
 
-    @property
-    def postoffice(self) -> ports.QueueHost:
-        """The host under its old name: the protocol adapter and bridges ask it to schedule."""
-        return self.host
-
     # -- state ---------------------------------------------------------------------------------
     @property
     def message_count(self) -> int:

@@ -371,34 +371,47 @@ def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
 def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = (),
                    clear_expiry: bool = False) -> tuple[bytes, Envelope]:
     """`with_annotations`, and the copy's envelope (derived, not parsed again)."""
-    header = buf[:env.header_end]
-    bare = buf[env.bare_at:]
-    reparse = False
-    if clear_expiry:
-        if env.ttl:
-            header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0)
-            reparse = True
-        if env.properties_count > 8:
-            try:
-                bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
-                reparse = True
-            except DecodeError:
-                pass  # properties that do not decode are passed on as they came (see Envelope)
+    if clear_expiry and (env.ttl or env.properties_count > 8):
+        return _expiry_cleared_copy(buf, env, extra, drop)
+    head, envelope = annotated_head(buf, env, extra, drop)
+    return head + buf[env.bare_at:], envelope
+
+
+def annotated_head(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = ()) -> tuple[bytes, Envelope]:
+    """What comes before the bare message in a copy with `extra` message annotations set
+    (replacing same-named ones) and `drop` removed: the header as it was and the new
+    annotations section (delivery annotations are dropped), and the envelope of the copy
+    whose bare message follows that head. `front` holds the original at least up to its
+    bare message (`env` reads it)."""
+    header = front[:env.header_end]
     original = env.annotations
     if env.annotations_at >= 0 and (original is None or any(k not in extra and k not in drop for k in original)):
-        entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
+        entries = [raw for key, raw in _raw_annotation_entries(front, env) if key not in extra and key not in drop]
     else:  # nothing of the original's kept (none, or all replaced or dropped): no need to read them
         entries = []
     entries += [_encoded_entry(k, v) for k, v in extra.items()]
     section = _annotations_section(entries)
-    out = header + section + bare
-    if reparse:
-        return out, Envelope(out)
+    head = header + section
     annotations = {k: v for k, v in original.items() if k not in extra and k not in drop} if original else {}
     for k, v in extra.items():
         annotations[_symbol_key(k)] = v
-    return out, env.shifted(len(header), annotations or None, len(header) if section else -1,
-                            len(header) + len(section))
+    return head, env.shifted(len(header), annotations or None, len(header) if section else -1, len(head))
+
+
+def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:
+    """A dead-letter or expiry copy of a message with a ttl or an absolute expiry time: both
+    are taken out (such copies never expire), and the copy is parsed again."""
+    header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0) if env.ttl else buf[:env.header_end]
+    bare = buf[env.bare_at:]
+    if env.properties_count > 8:
+        try:
+            bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
+        except DecodeError:
+            pass  # properties that do not decode are passed on as they came (see Envelope)
+    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
+    entries += [_encoded_entry(k, v) for k, v in extra.items()]
+    out = header + _annotations_section(entries) + bare
+    return out, Envelope(out)
 
 
 def with_merged_annotations(buf: bytes, env: Envelope, encoded_map: bytes) -> tuple[bytes, Envelope] | None:

@@ -259,7 +259,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             self.conn.server.draining.add(self)
         for consumer in self.consumers:
             consumer.credit = credit
-            consumer.queue.postoffice.schedule(consumer.queue)
+            consumer.queue.host.schedule(consumer.queue)
 
     def drained(self) -> None:
         if self.consumers and self.active:
@@ -272,7 +272,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         for consumer in self.consumers:
             consumer.blocked = blocked
             if not blocked:
-                consumer.queue.postoffice.schedule(consumer.queue)
+                consumer.queue.host.schedule(consumer.queue)
 
     def queue_deleted(self, consumer) -> None:
         """The queue went away under this consumer: close the link with resource-deleted."""

@@ -45,3 +45,32 @@ def test_the_entry_cache_stays_bounded():
     for n in range(codec.MAX_CACHED_ENTRIES * 2 + 5):
         codec._encoded_entry("x-opt-ORIG-QUEUE", f"q{n}")
     assert len(codec._ENTRIES) <= codec.MAX_CACHED_ENTRIES
+
+
+def test_a_shared_body_copy_reads_as_the_whole_copy_and_a_copy_of_it_too():
+    """app._annotate's divert copy shares the original's body: what it encodes to, its size and
+    its properties are those of the copy annotated_copy writes out whole; so are a copy's."""
+    from hermod.broker.app import _annotate
+    from hermod.broker.core.message import Message, SharedBodyCopy
+
+    pm = proton.Message(body=b"b" * 5000, address="fan", properties={"k": 1}, subject="s", ttl=60)
+    pm.annotations = {"x-keep": "kept", "x-opt-routing-type": 1}
+    buf = pm.encode()
+    original = Message(buf, codec.Envelope(buf), "fan", None, "c", 7, 11)
+    extra = {"x-opt-ORIG-ADDRESS": "fan", "x-opt-ORIG-MESSAGE-ID": 11, "x-opt-ORIG-QUEUE": "d1"}
+    copy = _annotate(original, extra, "fan.copy")
+    assert isinstance(copy, SharedBodyCopy) and copy.base is buf
+    whole, env = codec.annotated_copy(buf, codec.Envelope(buf), extra, drop=("x-opt-routing-type",))
+    assert copy.encoded == whole and copy.size == len(whole)
+    assert copy.properties["subject"] == "s" and copy.application_properties == {"k": 1}
+    assert copy.annotations == env.annotations and copy.envelope.ttl == 60000
+    second = _annotate(copy, {"x-opt-ORIG-QUEUE": "d2"}, "fan.copy2")
+    assert second.base is buf
+    decoded = proton.Message()
+    decoded.decode(second.encoded)
+    assert decoded.annotations == {"x-keep": "kept", "x-opt-ORIG-ADDRESS": "fan", "x-opt-ORIG-MESSAGE-ID": 11,
+                                   "x-opt-ORIG-QUEUE": "d2"}
+    assert decoded.body == b"b" * 5000 and decoded.subject == "s" and second.size == len(second.encoded)
+    dead = _annotate(copy, {"x-opt-ORIG-QUEUE": "dlq"}, "DLQ", True)  # the ttl goes: written whole
+    decoded.decode(dead.encoded)
+    assert not isinstance(dead, SharedBodyCopy) and decoded.ttl == 0 and decoded.body == b"b" * 5000
