@@ -56,7 +56,13 @@ def run_case(config: str, address: str, groups: list[str], count: int) -> tuple[
                                "--config", str(work / "hermod.toml"), "--log-level", "warning"],
                               stdout=subprocess.PIPE, text=True, cwd=work)
     try:
-        port = int(re.search(r":(\d+)\s*$", broker.stdout.readline()).group(1))
+        port = None
+        for line in broker.stdout:  # readiness lines: the HTTP listener's may come first
+            if m := re.search(r"hermod listening on amqp://[^ ]*:(\d+)", line):
+                port = int(m.group(1))
+                break
+        if port is None:
+            raise SystemExit("the broker exited before its AMQP readiness line")
         client = Client("127.0.0.1", port)
         deadline = time.monotonic() + 600
         for name in groups:  # a consumer makes each group's queue, then leaves (it keeps collecting)
