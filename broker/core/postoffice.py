@@ -13,8 +13,9 @@ from typing import Callable
 from . import ports
 from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
-from .address import Address, QueuePurpose, RoutingType
+from .address import Address, QueuePurpose
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
+from .directory import Directory
 from .duplicates import DuplicateIds
 from . import copies
 from .flow import DROP, FAIL, FlowControl
@@ -22,9 +23,8 @@ from .forwarding import Divert
 from .message import ANYCAST, MULTICAST, Message
 from .queue import Consumer, Queue, Ref
 from .latency import LatencyHistogram
-from .settings import AddressSettings, SettingsRepository
+from .settings import SettingsRepository
 from .topic_index import BindingIndex
-from .wildcards import is_wildcard
 
 log = logging.getLogger("hermod.core")
 
@@ -33,13 +33,7 @@ Plan = list[tuple[Message, list[Queue]]]
 
 
 
-def _no_local(container_id: str, inner):
-    if inner is None:
-        return lambda m: m.container_id != container_id
-    return lambda m: m.container_id != container_id and inner(m)
-
-
-class PostOffice:
+class PostOffice(Directory):
     def __init__(self, settings: SettingsRepository | None = None, journal: ports.Journal | None = None,
                  defer: Callable[[Callable[[], None]], None] | None = None,
                  clock: ports.Clock | None = None, annotate: Callable | None = None,
@@ -89,9 +83,6 @@ class PostOffice:
     def next_message_id(self) -> int:
         return next(self._ids)
 
-    def settings_for(self, address: str) -> AddressSettings:
-        return self.settings.for_address(address)
-
     # -- dispatch scheduling -------------------------------------------------------------------
     def schedule(self, queue: Queue) -> None:
         """Mark a queue for dispatch in this reactor turn (once, however many messages came)."""
@@ -113,192 +104,6 @@ class PostOffice:
         for hook in self.after_dispatch:
             hook()
 
-    # -- addresses -----------------------------------------------------------------------------
-    def create_address(self, name: str, routing_types, *, auto_created: bool = False,
-                       temporary: bool = False, persist: bool = True) -> Address:
-        address = self.addresses.get(name)
-        routing_types = {RoutingType(t).value for t in routing_types}
-        if address is None:
-            if self.creation_guard is not None and not temporary:
-                self.creation_guard("create_address", name)
-            address = Address(name, set(routing_types), auto_created=auto_created, temporary=temporary)
-            settings = self.settings_for(name)
-            address.limit = settings.max_size_bytes
-            address.pages = settings.address_full_policy == "page"
-            address.retains = settings.retention_days > 0 and self.journal.durable
-            self.retaining = self.retaining or address.retains
-            self.addresses[name] = address
-            if not address.wildcard:
-                self.bound.address_created(address)
-            if persist and not temporary:
-                self._persist_address(address)
-        elif not set(routing_types) <= address.routing_types:
-            address.routing_types |= set(routing_types)
-            if persist and not temporary:
-                self._persist_address(address)
-        return address
-
-    def _forget_address(self, name: str) -> Address | None:
-        address = self.addresses.pop(name, None)
-        if address is not None and not address.wildcard:
-            self.bound.address_removed(name)
-        return address
-
-    def add_divert(self, divert: Divert) -> None:
-        """Bind a divert or composite to its source address (or every address its wildcard
-        source matches, now and later)."""
-        self.diverts.append(divert)
-        if not is_wildcard(divert.source) and divert.source not in self.addresses:
-            rt = divert.applies_to or self.settings_for(divert.source).default_routing_type
-            self.create_address(divert.source, {rt}, persist=False)
-        self.bound.bind(divert.source, divert, self.addresses)
-
-    def remove_divert(self, divert: Divert) -> None:
-        """Unbind a divert or composite from every address (a configuration reload)."""
-        if divert in self.diverts:
-            self.diverts.remove(divert)
-        self.bound.unbind(divert.source, divert, self.addresses)
-
-    def replace_settings(self, settings: SettingsRepository) -> None:
-        """New address settings (a configuration reload): every later lookup reads them, and
-        the figures an address keeps from its settings (size limit, paging, retention) follow."""
-        self.settings = settings
-        for address in self.addresses.values():
-            found = settings.for_address(address.name)
-            address.limit = found.max_size_bytes
-            address.pages = found.address_full_policy == "page"
-            address.retains = found.retention_days > 0 and self.journal.durable
-            self.retaining = self.retaining or address.retains
-
-    def _persist_address(self, address: Address) -> None:
-        if self.journal.durable:
-            self.journal.submit([ports.PutAddress(ports.AddressRecord(
-                address.name, frozenset(address.routing_types), address.auto_created))], None)
-
-    def delete_address(self, name: str) -> None:
-        address = self._forget_address(name)
-        if address is None:
-            return
-        for queue in list(address.queues.values()):
-            self.delete_queue(queue.name)
-        if self.journal.durable and not address.temporary:
-            self.journal.submit([ports.DeleteAddress(name)], None)
-
-    def ensure_address(self, name: str, routing_type: str | None) -> Address:
-        """The address for a link or a relayed message: created, or given the routing type it
-        lacks, when the settings allow; else AddressNotFound."""
-        address = self.addresses.get(name)
-        settings = self.settings_for(name)
-        if address is None:
-            if not settings.auto_create_addresses:
-                raise AddressNotFound(f"address {name} does not exist")
-            return self.create_address(name, {routing_type or settings.default_routing_type},
-                                       auto_created=True)
-        if routing_type is not None and routing_type not in address.routing_types:
-            if not settings.auto_create_addresses:
-                raise AddressNotFound(f"address {name} has no {routing_type} routing type")
-            self.create_address(name, {routing_type})
-        return address
-
-    # -- queues ----------------------------------------------------------------------------------
-    def create_queue(self, name: str, address_name: str, routing_type: str = ANYCAST, *,
-                     durable: bool = True, filter_text: str | None = None, filter=None,
-                     max_consumers: int = -1, exclusive: bool = False,
-                     last_value_key: str | None = None, auto_created: bool = False,
-                     purpose: str = QueuePurpose.CONFIGURED, temporary: bool = False,
-                     extra: dict | None = None, persist: bool = True) -> Queue:
-        existing = self.queues.get(name)
-        if existing is not None:
-            return existing
-        # Held as the plain values: records, management output and the wire see strings.
-        routing_type, purpose = RoutingType(routing_type).value, QueuePurpose(purpose).value
-        if self.creation_guard is not None and durable and not temporary:
-            self.creation_guard("create_durable_queue", address_name)
-        address = self.addresses.get(address_name)
-        if address is None:
-            address = self.create_address(address_name, {routing_type}, auto_created=auto_created,
-                                          temporary=temporary, persist=persist)
-        elif routing_type not in address.routing_types:
-            self.create_address(address_name, {routing_type}, persist=persist)
-        if filter is None and filter_text:
-            filter = self.compile_filter(filter_text) if self.compile_filter else None
-        no_local = (extra or {}).get("no_local")
-        if no_local is not None:  # a no-local subscription: not its own connection's messages
-            filter = _no_local(no_local, filter)
-        queue = Queue(self, name, address, routing_type, durable=durable, filter=filter,
-                      filter_text=filter_text, max_consumers=max_consumers, exclusive=exclusive,
-                      last_value_key=last_value_key, auto_created=auto_created, purpose=purpose,
-                      temporary=temporary, extra=extra)
-        self.queues[name] = queue
-        address.bindings.add_queue(queue)
-        if address.wildcard and routing_type == MULTICAST:
-            # Pay for wildcards at bind time: the queue joins every matching address now, and
-            # each matching address created later (`_bind_wildcards`); a send stays a lookup.
-            self.bound.bind(address.name, queue, self.addresses)
-        if persist and queue.durable and self.journal.durable:
-            queue.persisted = False  # attaches that made it are answered once it is stored
-            self.journal.submit([ports.PutQueue(queue.record())], queue.stored)
-        if queue.selector_aware:
-            queue._refresh_selector_filter()
-        log.debug("created queue %s on %s (%s)", name, address_name, routing_type)
-        return queue
-
-    def persist_queue(self, queue: Queue) -> None:
-        """Write a durable queue's attributes again (after they changed)."""
-        if queue.durable and self.journal.durable:
-            self.journal.submit([ports.PutQueue(queue.record())], None)
-
-    def delete_queue(self, name: str) -> None:
-        queue = self.queues.pop(name, None)
-        if queue is None:
-            return
-        queue.deleted = True
-        if queue.lingering:
-            self.lingering.cancel(queue)
-        queue.address.bindings.remove_queue(queue)
-        if queue.address.wildcard and queue.routing_type == MULTICAST:
-            self.bound.unbind(queue.address.name, queue, self.addresses)
-        for consumer in list(queue.consumers):
-            consumer.link.queue_deleted(consumer)
-        queue.consumers.clear()
-        queue.clear()
-        if queue.durable and self.journal.durable:
-            self.journal.submit([ports.DeleteQueue(name)], None)
-        address = queue.address
-        if (not address.in_use and address.auto_created and not address.senders
-                and self.settings_for(address.name).auto_delete_addresses
-                and self.addresses.get(address.name) is address and not address.temporary):
-            self.delete_address(address.name)
-        elif address.temporary and not address.in_use:
-            self._forget_address(address.name)
-
-    def queue_idle_check(self, queue: Queue) -> None:
-        """Auto-created queues go once they have neither consumers nor messages, nor messages
-        on their way through the store, nor a sender attached to their address (Artemis keeps
-        an auto-created address and its queue while a producer is attached)."""
-        if (queue.auto_created and not queue.consumers and queue.idle and not queue.pending
-                and not queue.deleted and queue.ever_consumed and not queue.address.senders
-                and not queue.lingering
-                and self.settings_for(queue.address.name).auto_delete_queues):
-            self.delete_queue(queue.name)
-
-    # -- senders ---------------------------------------------------------------------------------
-    def sender_attached(self, address: Address) -> None:
-        address.senders += 1
-
-    def sender_detached(self, address: Address) -> None:
-        """The last sender gone, what it kept may be auto-deleted now."""
-        address.senders -= 1
-        if address.senders or self.addresses.get(address.name) is not address:
-            return
-        for queue in list(address.queues.values()):
-            self.queue_idle_check(queue)
-
-    def find_queue(self, name: str) -> Queue:
-        queue = self.queues.get(name)
-        if queue is None:
-            raise QueueNotFound(f"queue {name} does not exist")
-        return queue
 
     # -- routing -----------------------------------------------------------------------------------
     def route(self, message: Message, address_name: str, routing_type: str | None,
