@@ -47,6 +47,16 @@ class Outcomes(QueueState):
         if self.idle:
             self.host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
+    def acknowledge_in_memory(self, ref: Ref) -> bool:
+        """`acknowledge` when nothing is to be stored for it (the ref is not durable and its
+        address retains nothing): done at once, True. False (and nothing done) otherwise: the
+        caller goes through `acknowledge` with its completion. Spares the adapter the closures
+        that wait for the store on every acknowledgement of a non-durable message."""
+        if ref.durable or (self.host.retaining and self.host.retains(ref.message.address)):
+            return False
+        self.acknowledge(ref)
+        return True
+
     def put_back(self, ref: Ref, acked: bool) -> None:
         """An acknowledgement (or dead-letter move) the store could not commit: the message is
         on the queue again, as it still is in the store."""
