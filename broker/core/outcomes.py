@@ -37,14 +37,15 @@ class Outcomes(QueueState):
         self._forget(ref)
         host = self.host
         host.delivery_latency.observe_ms(host.clock.now_ms() - ref.message.arrival)
-        ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
-        if host.retaining and host.retains(ref.message.address):
-            ops.append(ports.RecordAcknowledged(ref.message.id, self.name, host.clock.now_ms()))
-        if ops:
+        retained = host.retaining and host.retains(ref.message.address)
+        if ref.durable or retained:
+            ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
+            if retained:
+                ops.append(ports.RecordAcknowledged(ref.message.id, self.name, host.clock.now_ms()))
             host.journal.submit(ops, done)
         elif done is not None:
             done(None)
-        if self.idle:
+        if not self.delivering and self.idle:  # the integer spares the property call under load
             self.host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
     def acknowledge_in_memory(self, ref: Ref) -> bool:

@@ -179,18 +179,18 @@ class Connection(ConnectionLimits, ConnectionOutput):
             kind = etype(ev)
             try:
                 if kind == _DELIVERY:
-                    d = lib.pn_event_delivery(ev)
-                    link = lib.pn_delivery_link(d)
+                    # The delivery's link straight from the event; the delivery itself only
+                    # where it is used (a producer's transfers are drained from its link).
+                    link = lib.pn_event_link(ev)
                     handler = links.get(link)
                     if handler is None:
-                        self._unowned_delivery(link, d)
+                        self._unowned_delivery(link, lib.pn_event_delivery(ev))
+                    elif handler.batches_transfers:
+                        producers[link] = handler
                     else:
-                        if handler.batches_transfers:
-                            producers[link] = handler
-                        else:
-                            if producers and handler.after_transfers:
-                                self._drain(producers)  # a discharge must see the sends before it
-                            handler.on_delivery(d)
+                        if producers and handler.after_transfers:
+                            self._drain(producers)  # a discharge must see the sends before it
+                        handler.on_delivery(lib.pn_event_delivery(ev))
                 elif kind == _LINK_FLOW:
                     handler = links.get(lib.pn_event_link(ev))
                     if handler is not None:

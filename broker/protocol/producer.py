@@ -251,12 +251,24 @@ class ProducerLink(LinkHandler):
         envelope = self._envelope(d, data, presettled, txn)
         if envelope is None:
             return
-        if self.target.parts is not None:
+        target = self.target
+        if target.parts is not None:
             self._receive_composite(d, data, envelope, presettled, txn)
             return
-        destination = self._destination(d, data, envelope, presettled, txn)
-        if destination is not None:
-            self._send_to(d, data, envelope, presettled, txn, *destination)
+        if target.address is None:  # anonymous relay: the message's `to`
+            destination = self._relay_destination(d, data, envelope, presettled, txn, target.routing_type)
+            if destination is not None:
+                self._send_to(d, data, envelope, presettled, txn, *destination)
+            return
+        # The link's target; the routing type, when the attach left it open, from the message's
+        # annotation. Inline rather than a `_destination` call returning a tuple to unpack:
+        # Q1, 100k x 1 KiB, with the other cuts of this commit, 1.47 -> 1.42 broker CPU s per
+        # 100k (medians of 5, interleaved, load ~3.9).
+        rt = target.routing_type
+        if rt is None:
+            annotations = envelope.annotations
+            rt = (annotations and _routing_type_annotation(annotations)) or target.attach_routing_type
+        self._send_to(d, data, envelope, presettled, txn, target.address, rt, target.queue)
 
     def _send_to(self, d, data: bytes, envelope, presettled: bool, txn, address: str, rt, queue) -> None:
         """Route one message to its destination and post the plan, unless its address is
@@ -271,25 +283,14 @@ class ProducerLink(LinkHandler):
             return
         po = self.postoffice
         plan = po.route(message, address, rt, queue)
-        refused = po.unrouted(plan, address, rt, queue)
+        # The message itself reached a queue (nearly always): nothing was refused.
+        refused = None if plan and plan[0][1] else po.unrouted(plan, address, rt, queue)
         if refused is not None:  # its target went: never `accepted` and stored nowhere
             self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
             return
         if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
             return
         self._post(d, presettled, txn, plan)
-
-    def _destination(self, d, data: bytes, envelope, presettled: bool, txn):
-        """(address, routing type, queue): the link's target (the routing type, when the
-        attach left it open, from the message's annotation), or for an anonymous relay the
-        message's `to`; None when the transfer was refused."""
-        target = self.target
-        if target.address is None:
-            return self._relay_destination(d, data, envelope, presettled, txn, target.routing_type)
-        rt = target.routing_type
-        if rt is None:
-            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
-        return target.address, rt, target.queue
 
     def _transaction_of(self, d, presettled: bool):
         """[transactions] The open transaction a transactional transfer names; None (and the
@@ -364,7 +365,9 @@ class ProducerLink(LinkHandler):
             lib.pn_delivery_settle(d)
             return
         if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
-            self._accepted(d)
+            lib.pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
+            if self.memory_key is not None:
+                recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
             lib.pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
