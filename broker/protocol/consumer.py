@@ -74,7 +74,8 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         # The tag is the message's id (unique among a queue's unsettled deliveries), so a
         # receiver recovering the link after a broker restart names messages by it; a composite
         # source's parts could share one, so its tags count up instead.
-        self._tag[0] = self._tag_n = ref.message.id if len(self.consumers) == 1 else self._tag_n + 1
+        single = len(self.consumers) == 1
+        self._tag[0] = self._tag_n = ref.message.id if single else self._tag_n + 1
         d = lib.pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
@@ -91,7 +92,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         size = len(data)
         lib.pn_link_send(link, data, size)
         lib.pn_link_advance(link)
-        if len(self.consumers) > 1:  # the parts of a composite source share the link's credit
+        if not single:  # the parts of a composite source share the link's credit
             for other in self.consumers:
                 if other is not consumer:
                     other.credit -= 1

@@ -18,6 +18,7 @@ from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
 from .handler import LinkHandler
 from .terminus import parse_name, read_terminus, split_composite
+from .codec import Envelope
 from .transfers import receive_bytes
 
 if TYPE_CHECKING:
@@ -248,8 +249,16 @@ class ProducerLink(LinkHandler):
             txn = self._transaction_of(d, presettled)
             if txn is None:
                 return
-        envelope = self._envelope(d, data, presettled, txn)
-        if envelope is None:
+        # The transfer's sections, found once; refused when they do not decode or name another
+        # user than the one logged in.
+        try:
+            envelope = Envelope(data)
+        except codec.DecodeError as e:
+            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
+            return
+        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
+                         "properties.user-id is not the authenticated user")
             return
         target = self.target
         if target.parts is not None:
@@ -299,20 +308,6 @@ class ProducerLink(LinkHandler):
         if txn is None:
             self._outcome(d, presettled, PN_REJECTED, conditions.condition_for(error), str(error))
         return txn
-
-    def _envelope(self, d, data: bytes, presettled: bool, txn):
-        """The transfer's sections, found once; None (and the transfer refused) when they do
-        not decode or name another user than the one logged in."""
-        try:
-            envelope = codec.Envelope(data)
-        except codec.DecodeError as e:
-            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
-            return None
-        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
-            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
-                         "properties.user-id is not the authenticated user")
-            return None
-        return envelope
 
     def _relay_destination(self, d, data: bytes, envelope, presettled: bool, txn, rt):
         """Anonymous relay: (address, routing type, queue) from the message's `to` (its routing
