@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
+# The per-message calls bound by name (why: connection.py).
+from cproton_ffi.lib import (pn_delivery, pn_delivery_remote_state, pn_delivery_settle, pn_delivery_settled,
+                             pn_delivery_updated, pn_link_advance, pn_link_send)
 
 from ..core import links as core_links
 from ..core.message import Message
@@ -76,7 +79,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         # source's parts could share one, so its tags count up instead.
         single = len(self.consumers) == 1
         self._tag[0] = self._tag_n = ref.message.id if single else self._tag_n + 1
-        d = lib.pn_delivery(link, (8, self._tag_ptr))
+        d = pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
         data = message.encoded
@@ -90,16 +93,16 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         if count > 0 and not consumer.browser:
             data = codec.with_delivery_count(data, message.envelope, count)
         size = len(data)
-        lib.pn_link_send(link, data, size)
-        lib.pn_link_advance(link)
+        pn_link_send(link, data, size)
+        pn_link_advance(link)
         if not single:  # the parts of a composite source share the link's credit
             for other in self.consumers:
                 if other is not consumer:
                     other.credit -= 1
         if consumer.browser:
-            lib.pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
+            pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
         elif self.presettled:
-            lib.pn_delivery_settle(d)
+            pn_delivery_settle(d)
             consumer.queue.acknowledge(ref)
         else:
             self.deliveries[d] = ref
@@ -116,8 +119,8 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
 
     def on_delivery(self, d) -> None:
         """The client's disposition for a message we sent."""
-        settled = lib.pn_delivery_settled(d)
-        if not settled and not lib.pn_delivery_updated(d):
+        settled = pn_delivery_settled(d)
+        if not settled and not pn_delivery_updated(d):
             return
         deliveries = self.deliveries
         ref = deliveries.get(d, _UNTRACKED)
@@ -127,13 +130,13 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             if settled:
                 if self.conn.transactions is not None:  # [transactions] one a transaction holds?
                     self.conn.transactions.forget(self, d)
-                lib.pn_delivery_settle(d)
+                pn_delivery_settle(d)
             return
-        state = lib.pn_delivery_remote_state(d)
+        state = pn_delivery_remote_state(d)
         if ref is None:  # browsing: nothing happens to the queue
             if settled or state:
                 del deliveries[d]
-                lib.pn_delivery_settle(d)
+                pn_delivery_settle(d)
             return
         queue = ref.queue
         if state == PN_ACCEPTED or (settled and state == 0):
@@ -143,7 +146,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             # with the idle-check reorder, 1.69 -> 1.53 broker CPU s per 100k (medians of 3,
             # interleaved, load 2.1-2.4).
             if queue.acknowledge_in_memory(ref):
-                lib.pn_delivery_settle(d)
+                pn_delivery_settle(d)
                 return
             self._until_stored(queue.acknowledge, ref, self._settler(d, ref, acked=True))
             return
@@ -165,7 +168,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             return
         else:
             return  # e.g. a received state: not terminal
-        lib.pn_delivery_settle(d)
+        pn_delivery_settle(d)
 
     def _acquire_in_transaction(self, d, ref, settled: bool) -> None:
         """[transactions] A `transactional-state` disposition: the transaction takes the

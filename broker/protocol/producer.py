@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
+# The per-message calls bound by name (why: connection.py).
+from cproton_ffi.lib import (pn_delivery_aborted, pn_delivery_pending, pn_delivery_readable, pn_delivery_remote_state,
+                             pn_delivery_settle, pn_delivery_settled, pn_delivery_update, pn_link_advance,
+                             pn_link_credit, pn_link_current, pn_link_queued)
 
 from ..core import errors, links as core_links
 from ..core.flow import DROP, FAIL
@@ -152,19 +156,19 @@ class ProducerLink(LinkHandler):
         link credit: `pn_link_credit` is what we granted less what we took, so any queued
         transfer past it came without credit, and ends the link (it is never queued)."""
         link = self.link
-        current, readable, partial = lib.pn_link_current, lib.pn_delivery_readable, lib.pn_delivery_partial
-        allowed = lib.pn_link_credit(link)
-        over = lib.pn_link_queued(link) > allowed
+        current, readable, partial = pn_link_current, pn_delivery_readable, lib.pn_delivery_partial
+        allowed = pn_link_credit(link)
+        over = pn_link_queued(link) > allowed
         d = current(link)
         while allowed > 0 and d != ffi.NULL and readable(d):
-            if lib.pn_delivery_aborted(d):
+            if pn_delivery_aborted(d):
                 self._partial = None
-                lib.pn_link_advance(link)
-                lib.pn_delivery_settle(d)
+                pn_link_advance(link)
+                pn_delivery_settle(d)
                 allowed -= 1
                 d = current(link)
                 continue
-            pending = lib.pn_delivery_pending(d)
+            pending = pn_delivery_pending(d)
             if partial(d):
                 self._take_partial(pending)
                 break
@@ -177,7 +181,7 @@ class ProducerLink(LinkHandler):
                 return
             else:
                 data = receive_bytes(link, pending)
-            lib.pn_link_advance(link)
+            pn_link_advance(link)
             allowed -= 1
             self.receive(d, data)
             d = current(link)
@@ -185,9 +189,9 @@ class ProducerLink(LinkHandler):
             return  # ended above (a multi-frame transfer grew too big)
         if over:
             self._end(conditions.TRANSFER_LIMIT_EXCEEDED,
-                      f"transfer beyond the link credit granted ({lib.pn_link_credit(link)} left)")
+                      f"transfer beyond the link credit granted ({pn_link_credit(link)} left)")
             return
-        if lib.pn_link_credit(link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
+        if pn_link_credit(link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
             self._top_up_credit()
 
     def _take_partial(self, pending: int) -> None:
@@ -239,13 +243,13 @@ class ProducerLink(LinkHandler):
         """One whole transfer, in steps: a resent one we have, its transaction, its envelope,
         where it goes, its address's room, the plan, then posting it (settled at once, or
         when the store has it). Each refusal settles the transfer with its condition."""
-        presettled = lib.pn_delivery_settled(d)
+        presettled = pn_delivery_settled(d)
         if self.resumed and self._already_have(d, presettled):
             return
         # [transactions] A transfer in a transaction says so in its state (one integer test
         # for every other transfer); its plan is held by the transaction, posted at commit.
         txn = None
-        if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
+        if pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
             txn = self._transaction_of(d, presettled)
             if txn is None:
                 return
@@ -349,7 +353,7 @@ class ProducerLink(LinkHandler):
         nothing is to be stored (or the sender settled it), else once the store has it."""
         if txn is None and self.broker.forwarder is not None and self.broker.forwarder.remote_part(plan):
             self.broker.forwarder.forward(plan, self._completion(None if presettled else d))  # [ha] cluster
-            return lib.pn_delivery_settle(d) if presettled else None
+            return pn_delivery_settle(d) if presettled else None
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
@@ -357,13 +361,13 @@ class ProducerLink(LinkHandler):
         if presettled:
             if not po.post_now(plan):
                 po.post(plan, self._completion(None))  # no outcome owed; the credit waits
-            lib.pn_delivery_settle(d)
+            pn_delivery_settle(d)
             return
         if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
-            lib.pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
+            pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
             if self.memory_key is not None:
                 recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
-            lib.pn_delivery_settle(d)
+            pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
 
