@@ -63,11 +63,17 @@ class Dispatch(QueueState):
     def _dispatch_plain(self) -> None:
         """Every consumer takes every message: pop and deliver round-robin."""
         backlog = self.backlog
+        consumers = self.consumers
         now = 0
-        while backlog.live:
-            c = self._next_ready()
-            if c is None:
-                return
+        while backlog.count:  # `backlog.live`, without the property call per message
+            if len(consumers) == 1:  # `_next_ready` for the one consumer, inline
+                c = consumers[0]
+                if c.credit <= 0 or c.blocked:
+                    return
+            else:
+                c = self._next_ready()
+                if c is None:
+                    return
             ref = backlog.popleft()
             try:
                 expiration = ref.message.expiration

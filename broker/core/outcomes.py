@@ -37,15 +37,26 @@ class Outcomes(QueueState):
         self._forget(ref)
         host = self.host
         host.delivery_latency.observe_ms(host.clock.now_ms() - ref.message.arrival)
-        ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
-        if host.retaining and host.retains(ref.message.address):
-            ops.append(ports.RecordAcknowledged(ref.message.id, self.name, host.clock.now_ms()))
-        if ops:
+        retained = host.retaining and host.retains(ref.message.address)
+        if ref.durable or retained:
+            ops: list[ports.Operation] = [ports.DeleteReference(self.name, ref.message.id)] if ref.durable else []
+            if retained:
+                ops.append(ports.RecordAcknowledged(ref.message.id, self.name, host.clock.now_ms()))
             host.journal.submit(ops, done)
         elif done is not None:
             done(None)
-        if self.idle:
+        if not self.delivering and self.idle:  # the integer spares the property call under load
             self.host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
+
+    def acknowledge_in_memory(self, ref: Ref) -> bool:
+        """`acknowledge` when nothing is to be stored for it (the ref is not durable and its
+        address retains nothing): done at once, True. False (and nothing done) otherwise: the
+        caller goes through `acknowledge` with its completion. Spares the adapter the closures
+        that wait for the store on every acknowledgement of a non-durable message."""
+        if ref.durable or (self.host.retaining and self.host.retains(ref.message.address)):
+            return False
+        self.acknowledge(ref)
+        return True
 
     def put_back(self, ref: Ref, acked: bool) -> None:
         """An acknowledgement (or dead-letter move) the store could not commit: the message is

@@ -34,7 +34,7 @@ class Queue(Dispatch, Paging, Outcomes):
         message = ref.message
         if message.id > self._cursor:
             self._cursor = message.id
-        self._account(message.size, 1)
+        self._account(len(message.encoded), 1)  # its size
         if self.last_value_key is not None:
             self._replace_last_value(ref)
         if not self._groups_seen and message.group_id is not None:

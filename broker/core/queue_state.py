@@ -85,7 +85,9 @@ class QueueState:
 
     @property
     def idle(self) -> bool:
-        return not self.backlog and not self.scheduled and not self.delivering and not self.paged
+        # The integer first: asked after every acknowledgement, and under load something is
+        # nearly always out with a consumer (Backlog and Schedule answer through Python calls).
+        return not self.delivering and not self.backlog and not self.scheduled and not self.paged
 
     def record(self) -> ports.QueueRecord:
         return ports.QueueRecord(

@@ -201,7 +201,10 @@ class Envelope:
         pos, n, end = 0, len(buf), 0
         try:
             while pos < n:
-                descriptor, p = _section_start(buf, pos)
+                if buf[pos] == 0x00 and buf[pos + 1] == 0x53:  # a small-ulong descriptor, inline
+                    descriptor, p = buf[pos + 2], pos + 3
+                else:
+                    descriptor, p = _section_start(buf, pos)
                 if descriptor >= DATA or descriptor < HEADER:
                     if descriptor < HEADER or descriptor > FOOTER:
                         raise DecodeError(f"unknown section descriptor at {pos}")

@@ -24,6 +24,10 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
+# The per-message calls bound by name: a `lib.` attribute lookup costs about a quarter of
+# a trivial cffi call, and the hot path makes some 25 of them per message. Q1 100k x 1 KiB:
+# 1.31 -> 1.27 broker CPU s per 100k, 76k -> 78k msg/s (medians of 5, interleaved, load 0.6-0.7).
+from cproton_ffi.lib import pn_event_delivery, pn_event_link
 from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
@@ -179,20 +183,20 @@ class Connection(ConnectionLimits, ConnectionOutput):
             kind = etype(ev)
             try:
                 if kind == _DELIVERY:
-                    d = lib.pn_event_delivery(ev)
-                    link = lib.pn_delivery_link(d)
+                    # The delivery's link straight from the event; the delivery itself only
+                    # where it is used (a producer's transfers are drained from its link).
+                    link = pn_event_link(ev)
                     handler = links.get(link)
                     if handler is None:
-                        self._unowned_delivery(link, d)
+                        self._unowned_delivery(link, pn_event_delivery(ev))
+                    elif handler.batches_transfers:
+                        producers[link] = handler
                     else:
-                        if handler.batches_transfers:
-                            producers[link] = handler
-                        else:
-                            if producers and handler.after_transfers:
-                                self._drain(producers)  # a discharge must see the sends before it
-                            handler.on_delivery(d)
+                        if producers and handler.after_transfers:
+                            self._drain(producers)  # a discharge must see the sends before it
+                        handler.on_delivery(pn_event_delivery(ev))
                 elif kind == _LINK_FLOW:
-                    handler = links.get(lib.pn_event_link(ev))
+                    handler = links.get(pn_event_link(ev))
                     if handler is not None:
                         handler.on_flow()
                 else:

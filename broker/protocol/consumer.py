@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
+# The per-message calls bound by name (why: connection.py).
+from cproton_ffi.lib import (pn_delivery, pn_delivery_remote_state, pn_delivery_settle, pn_delivery_settled,
+                             pn_delivery_updated, pn_link_advance, pn_link_send)
 
 from ..core import links as core_links
 from ..core.message import Message
@@ -25,6 +28,7 @@ log = logging.getLogger("hermod.link")
 PN_ACCEPTED, PN_REJECTED, PN_RELEASED, PN_MODIFIED = (lib.PN_ACCEPTED, lib.PN_REJECTED,
                                                       lib.PN_RELEASED, lib.PN_MODIFIED)
 TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
+_UNTRACKED = object()  # a delivery `deliveries` does not know (None there means a browser's)
 
 
 class ConsumerLink(ConsumerAttach, LinkHandler):
@@ -73,8 +77,9 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         # The tag is the message's id (unique among a queue's unsettled deliveries), so a
         # receiver recovering the link after a broker restart names messages by it; a composite
         # source's parts could share one, so its tags count up instead.
-        self._tag[0] = self._tag_n = ref.message.id if len(self.consumers) == 1 else self._tag_n + 1
-        d = lib.pn_delivery(link, (8, self._tag_ptr))
+        single = len(self.consumers) == 1
+        self._tag[0] = self._tag_n = ref.message.id if single else self._tag_n + 1
+        d = pn_delivery(link, (8, self._tag_ptr))
         message = ref.message
         count = ref.delivery_count - 1
         data = message.encoded
@@ -88,16 +93,16 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         if count > 0 and not consumer.browser:
             data = codec.with_delivery_count(data, message.envelope, count)
         size = len(data)
-        lib.pn_link_send(link, data, size)
-        lib.pn_link_advance(link)
-        if len(self.consumers) > 1:  # the parts of a composite source share the link's credit
+        pn_link_send(link, data, size)
+        pn_link_advance(link)
+        if not single:  # the parts of a composite source share the link's credit
             for other in self.consumers:
                 if other is not consumer:
                     other.credit -= 1
         if consumer.browser:
-            lib.pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
+            pn_delivery_settle(d) if self.presettled else self.deliveries.__setitem__(d, None)
         elif self.presettled:
-            lib.pn_delivery_settle(d)
+            pn_delivery_settle(d)
             consumer.queue.acknowledge(ref)
         else:
             self.deliveries[d] = ref
@@ -114,27 +119,35 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
 
     def on_delivery(self, d) -> None:
         """The client's disposition for a message we sent."""
-        if not lib.pn_delivery_updated(d) and not lib.pn_delivery_settled(d):
+        settled = pn_delivery_settled(d)
+        if not settled and not pn_delivery_updated(d):
             return
-        if d not in self.deliveries:
+        deliveries = self.deliveries
+        ref = deliveries.get(d, _UNTRACKED)
+        if ref is _UNTRACKED:
             if d in self.committing:
                 return  # settled when its acknowledgement is stored
-            if lib.pn_delivery_settled(d):
+            if settled:
                 if self.conn.transactions is not None:  # [transactions] one a transaction holds?
                     self.conn.transactions.forget(self, d)
-                lib.pn_delivery_settle(d)
+                pn_delivery_settle(d)
             return
-        ref = self.deliveries[d]
-        state = lib.pn_delivery_remote_state(d)
-        settled = lib.pn_delivery_settled(d)
+        state = pn_delivery_remote_state(d)
         if ref is None:  # browsing: nothing happens to the queue
             if settled or state:
-                del self.deliveries[d]
-                lib.pn_delivery_settle(d)
+                del deliveries[d]
+                pn_delivery_settle(d)
             return
         queue = ref.queue
         if state == PN_ACCEPTED or (settled and state == 0):
-            del self.deliveries[d]
+            del deliveries[d]
+            # Nothing to store (a non-durable message): settled here, no completion to wait
+            # for (Connection.process marks the connection). Q1, 100k x 1 KiB, memory store:
+            # with the idle-check reorder, 1.69 -> 1.53 broker CPU s per 100k (medians of 3,
+            # interleaved, load 2.1-2.4).
+            if queue.acknowledge_in_memory(ref):
+                pn_delivery_settle(d)
+                return
             self._until_stored(queue.acknowledge, ref, self._settler(d, ref, acked=True))
             return
         if state == PN_RELEASED:
@@ -155,7 +168,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             return
         else:
             return  # e.g. a received state: not terminal
-        lib.pn_delivery_settle(d)
+        pn_delivery_settle(d)
 
     def _acquire_in_transaction(self, d, ref, settled: bool) -> None:
         """[transactions] A `transactional-state` disposition: the transaction takes the

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 
 import cproton
 from cproton_ffi import ffi, lib
+# The per-message calls bound by name (why: connection.py).
+from cproton_ffi.lib import (pn_delivery_aborted, pn_delivery_pending, pn_delivery_readable, pn_delivery_remote_state,
+                             pn_delivery_settle, pn_delivery_settled, pn_delivery_update, pn_link_advance,
+                             pn_link_credit, pn_link_current, pn_link_queued)
 
 from ..core import errors, links as core_links
 from ..core.flow import DROP, FAIL
@@ -18,6 +22,7 @@ from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
 from .handler import LinkHandler
 from .terminus import parse_name, read_terminus, split_composite
+from .codec import Envelope
 from .transfers import receive_bytes
 
 if TYPE_CHECKING:
@@ -151,19 +156,19 @@ class ProducerLink(LinkHandler):
         link credit: `pn_link_credit` is what we granted less what we took, so any queued
         transfer past it came without credit, and ends the link (it is never queued)."""
         link = self.link
-        current, readable, partial = lib.pn_link_current, lib.pn_delivery_readable, lib.pn_delivery_partial
-        allowed = lib.pn_link_credit(link)
-        over = lib.pn_link_queued(link) > allowed
+        current, readable, partial = pn_link_current, pn_delivery_readable, lib.pn_delivery_partial
+        allowed = pn_link_credit(link)
+        over = pn_link_queued(link) > allowed
         d = current(link)
         while allowed > 0 and d != ffi.NULL and readable(d):
-            if lib.pn_delivery_aborted(d):
+            if pn_delivery_aborted(d):
                 self._partial = None
-                lib.pn_link_advance(link)
-                lib.pn_delivery_settle(d)
+                pn_link_advance(link)
+                pn_delivery_settle(d)
                 allowed -= 1
                 d = current(link)
                 continue
-            pending = lib.pn_delivery_pending(d)
+            pending = pn_delivery_pending(d)
             if partial(d):
                 self._take_partial(pending)
                 break
@@ -176,7 +181,7 @@ class ProducerLink(LinkHandler):
                 return
             else:
                 data = receive_bytes(link, pending)
-            lib.pn_link_advance(link)
+            pn_link_advance(link)
             allowed -= 1
             self.receive(d, data)
             d = current(link)
@@ -184,9 +189,9 @@ class ProducerLink(LinkHandler):
             return  # ended above (a multi-frame transfer grew too big)
         if over:
             self._end(conditions.TRANSFER_LIMIT_EXCEEDED,
-                      f"transfer beyond the link credit granted ({lib.pn_link_credit(link)} left)")
+                      f"transfer beyond the link credit granted ({pn_link_credit(link)} left)")
             return
-        if lib.pn_link_credit(link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
+        if pn_link_credit(link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
             self._top_up_credit()
 
     def _take_partial(self, pending: int) -> None:
@@ -238,25 +243,45 @@ class ProducerLink(LinkHandler):
         """One whole transfer, in steps: a resent one we have, its transaction, its envelope,
         where it goes, its address's room, the plan, then posting it (settled at once, or
         when the store has it). Each refusal settles the transfer with its condition."""
-        presettled = lib.pn_delivery_settled(d)
+        presettled = pn_delivery_settled(d)
         if self.resumed and self._already_have(d, presettled):
             return
         # [transactions] A transfer in a transaction says so in its state (one integer test
         # for every other transfer); its plan is held by the transaction, posted at commit.
         txn = None
-        if lib.pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
+        if pn_delivery_remote_state(d) == TRANSACTIONAL_STATE:
             txn = self._transaction_of(d, presettled)
             if txn is None:
                 return
-        envelope = self._envelope(d, data, presettled, txn)
-        if envelope is None:
+        # The transfer's sections, found once; refused when they do not decode or name another
+        # user than the one logged in.
+        try:
+            envelope = Envelope(data)
+        except codec.DecodeError as e:
+            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
             return
-        if self.target.parts is not None:
+        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
+            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
+                         "properties.user-id is not the authenticated user")
+            return
+        target = self.target
+        if target.parts is not None:
             self._receive_composite(d, data, envelope, presettled, txn)
             return
-        destination = self._destination(d, data, envelope, presettled, txn)
-        if destination is not None:
-            self._send_to(d, data, envelope, presettled, txn, *destination)
+        if target.address is None:  # anonymous relay: the message's `to`
+            destination = self._relay_destination(d, data, envelope, presettled, txn, target.routing_type)
+            if destination is not None:
+                self._send_to(d, data, envelope, presettled, txn, *destination)
+            return
+        # The link's target; the routing type, when the attach left it open, from the message's
+        # annotation. Inline rather than a `_destination` call returning a tuple to unpack:
+        # Q1, 100k x 1 KiB, with the other cuts of this commit, 1.47 -> 1.42 broker CPU s per
+        # 100k (medians of 5, interleaved, load ~3.9).
+        rt = target.routing_type
+        if rt is None:
+            annotations = envelope.annotations
+            rt = (annotations and _routing_type_annotation(annotations)) or target.attach_routing_type
+        self._send_to(d, data, envelope, presettled, txn, target.address, rt, target.queue)
 
     def _send_to(self, d, data: bytes, envelope, presettled: bool, txn, address: str, rt, queue) -> None:
         """Route one message to its destination and post the plan, unless its address is
@@ -271,25 +296,14 @@ class ProducerLink(LinkHandler):
             return
         po = self.postoffice
         plan = po.route(message, address, rt, queue)
-        refused = po.unrouted(plan, address, rt, queue)
+        # The message itself reached a queue (nearly always): nothing was refused.
+        refused = None if plan and plan[0][1] else po.unrouted(plan, address, rt, queue)
         if refused is not None:  # its target went: never `accepted` and stored nowhere
             self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
             return
         if len(plan) > 1 and self._refused_as_full(d, presettled, txn, plan):  # copies: each destination's policy
             return
         self._post(d, presettled, txn, plan)
-
-    def _destination(self, d, data: bytes, envelope, presettled: bool, txn):
-        """(address, routing type, queue): the link's target (the routing type, when the
-        attach left it open, from the message's annotation), or for an anonymous relay the
-        message's `to`; None when the transfer was refused."""
-        target = self.target
-        if target.address is None:
-            return self._relay_destination(d, data, envelope, presettled, txn, target.routing_type)
-        rt = target.routing_type
-        if rt is None:
-            rt = _routing_type_annotation(envelope.annotations) or target.attach_routing_type
-        return target.address, rt, target.queue
 
     def _transaction_of(self, d, presettled: bool):
         """[transactions] The open transaction a transactional transfer names; None (and the
@@ -298,20 +312,6 @@ class ProducerLink(LinkHandler):
         if txn is None:
             self._outcome(d, presettled, PN_REJECTED, conditions.condition_for(error), str(error))
         return txn
-
-    def _envelope(self, d, data: bytes, presettled: bool, txn):
-        """The transfer's sections, found once; None (and the transfer refused) when they do
-        not decode or name another user than the one logged in."""
-        try:
-            envelope = codec.Envelope(data)
-        except codec.DecodeError as e:
-            self._reject(d, presettled, txn, conditions.DECODE_ERROR, str(e))
-            return None
-        if self.broker.validate_user_id and not self._user_id_valid(data, envelope):
-            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS,
-                         "properties.user-id is not the authenticated user")
-            return None
-        return envelope
 
     def _relay_destination(self, d, data: bytes, envelope, presettled: bool, txn, rt):
         """Anonymous relay: (address, routing type, queue) from the message's `to` (its routing
@@ -353,7 +353,7 @@ class ProducerLink(LinkHandler):
         nothing is to be stored (or the sender settled it), else once the store has it."""
         if txn is None and self.broker.forwarder is not None and self.broker.forwarder.remote_part(plan):
             self.broker.forwarder.forward(plan, self._completion(None if presettled else d))  # [ha] cluster
-            return lib.pn_delivery_settle(d) if presettled else None
+            return pn_delivery_settle(d) if presettled else None
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
@@ -361,11 +361,13 @@ class ProducerLink(LinkHandler):
         if presettled:
             if not po.post_now(plan):
                 po.post(plan, self._completion(None))  # no outcome owed; the credit waits
-            lib.pn_delivery_settle(d)
+            pn_delivery_settle(d)
             return
         if po.post_now(plan):  # nothing to store: accepted at once, no callback to build
-            self._accepted(d)
-            lib.pn_delivery_settle(d)
+            pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
+            if self.memory_key is not None:
+                recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
+            pn_delivery_settle(d)
             return
         po.post(plan, self._completion(d))
 
