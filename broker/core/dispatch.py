@@ -71,9 +71,10 @@ class Dispatch(QueueState):
                 if c.credit <= 0 or c.blocked:
                     return
             else:
-                c = self._next_ready()
-                if c is None:
+                ready = self._next_ready()
+                if ready is None:
                     return
+                c = ready
             ref = backlog.popleft()
             try:
                 expiration = ref.message.expiration
