@@ -141,7 +141,11 @@ class TxClient(MessagingHandler, TransactionHandler):
         return self.call(start)
 
     def send_presettled(self, sender, body, txn, **fields) -> None:
-        """A presettled transfer in `txn`: the broker can answer nothing."""
+        """A presettled transfer in `txn`: the broker can answer nothing. Sent once the link
+        has credit: Proton holds a transfer without credit back, so a discharge sent next on
+        the coordinator (which has credit) could reach the broker first."""
+        wait_for(lambda: self.call(lambda: sender.credit) > 0, message="credit for the presettled sender")
+
         def start():
             dlv = sender.delivery(str(len(self._transfers) + 1000))
             sender.stream(Message(body=body, **fields).encode())
