@@ -15,12 +15,13 @@ from cproton_ffi.lib import (pn_delivery_aborted, pn_delivery_pending, pn_delive
                              pn_delivery_settle, pn_delivery_settled, pn_delivery_update, pn_link_advance,
                              pn_link_credit, pn_link_current, pn_link_queued)
 
-from ..core import errors, links as core_links
+from ..core import links as core_links
 from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
 from .handler import LinkHandler
+from .producer_routes import ProducerRoutes, routing_type_annotation
 from .terminus import parse_name, read_terminus, split_composite
 from .codec import Envelope
 from .transfers import receive_bytes
@@ -36,25 +37,12 @@ log = logging.getLogger("hermod.link")
 # than PRODUCER_CREDIT_LOW waits for more room rather than send a trickle of small flows.
 PRODUCER_CREDIT = 1000
 PRODUCER_CREDIT_LOW = 300
-ROUTING_TYPE_ANNOTATION = "x-opt-routing-type"
-JMS_DEST_ANNOTATION = "x-opt-jms-dest"
-_JMS_DEST_TYPES = {0: ANYCAST, 2: ANYCAST, 1: MULTICAST, 3: MULTICAST}
 
 PN_ACCEPTED, PN_REJECTED = lib.PN_ACCEPTED, lib.PN_REJECTED
 TRANSACTIONAL_STATE = coordinator.TRANSACTIONAL_STATE  # [transactions]
 
 
-def _routing_type_annotation(annotations: dict | None) -> str | None:
-    if annotations:
-        value = annotations.get(ROUTING_TYPE_ANNOTATION)
-        if value == 0:
-            return MULTICAST
-        if value == 1:
-            return ANYCAST
-    return None
-
-
-class ProducerLink(LinkHandler):
+class ProducerLink(ProducerRoutes, LinkHandler):
     """A link the client sends messages on (the management endpoint's requests too)."""
 
     is_producer = True
@@ -280,7 +268,7 @@ class ProducerLink(LinkHandler):
         rt = target.routing_type
         if rt is None:
             annotations = envelope.annotations
-            rt = (annotations and _routing_type_annotation(annotations)) or target.attach_routing_type
+            rt = (annotations and routing_type_annotation(annotations)) or target.attach_routing_type
         self._send_to(d, data, envelope, presettled, txn, target.address, rt, target.queue)
 
     def _send_to(self, d, data: bytes, envelope, presettled: bool, txn, address: str, rt, queue) -> None:
@@ -312,30 +300,6 @@ class ProducerLink(LinkHandler):
         if txn is None:
             self._outcome(d, presettled, PN_REJECTED, conditions.condition_for(error), str(error))
         return txn
-
-    def _relay_destination(self, d, data: bytes, envelope, presettled: bool, txn, rt):
-        """Anonymous relay: (address, routing type, queue) from the message's `to` (its routing
-        type from the link, the message's annotations, or the prefix of `to`, in that order);
-        None (and the transfer refused) when there is no `to` or it may not be sent to."""
-        to = envelope.properties_of(data).get("to")
-        if not to:
-            self._reject(d, presettled, txn, conditions.FAILED, "message has no 'to' address")
-            return None
-        annotations = envelope.annotations
-        if rt is None and annotations:
-            rt = _routing_type_annotation(annotations) or _JMS_DEST_TYPES.get(annotations.get(JMS_DEST_ANNOTATION))
-        server = self.broker.config.server  # the prefix of `to` when nothing else says
-        try:
-            name = parse_name(to, [], server.anycast_prefixes, server.multicast_prefixes)
-            if self.broker.permissions.enabled:  # `send` per message on a relay link
-                with self.broker.acting_as(self.conn.principal):
-                    return self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
-            return self.broker.relay_target(name.address, rt or name.routing_type, name.queue)
-        except errors.NotAuthorized as e:
-            self._reject(d, presettled, txn, conditions.UNAUTHORIZED_ACCESS, str(e))
-        except errors.HermodError as e:
-            self._reject(d, presettled, txn, conditions.relay_condition(e), str(e))
-        return None
 
     def _refused_by_flow(self, d, presettled: bool, txn, address: str, verdict) -> bool:
         """The address is full: under `fail` the transfer is refused, under `drop` it is
@@ -386,17 +350,6 @@ class ProducerLink(LinkHandler):
         if self.memory_key is not None:
             recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
 
-    def _user_id_valid(self, data: bytes, envelope) -> bool:
-        """`[security] validate_user_id`: a message's user-id, when set, must name the user
-        who logged in (AMQP 1.0 3.2.4; Artemis validates it the same way)."""
-        user_id = envelope.properties_of(data).get("user_id")
-        if user_id is None:
-            return True
-        if isinstance(user_id, (bytes, bytearray, memoryview)):
-            user_id = bytes(user_id).decode("utf-8", "replace")
-        principal = self.conn.principal
-        return principal is not None and str(user_id) == principal.name
-
     def _completion(self, d):
         """The outcome once the unit is stored (`d` None: the transfer was settled at the
         sender, no outcome is owed); the credit it held comes back then."""
@@ -418,31 +371,6 @@ class ProducerLink(LinkHandler):
             if lib.pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
                 self._top_up_credit()
         return done
-
-    def _receive_composite(self, d, data: bytes, envelope, presettled: bool, txn) -> None:
-        """A client-side composite target: one copy to each part. A part whose target is gone
-        or a `fail` destination that is full refuses the whole send, in a transaction too."""
-        po = self.postoffice
-        now = int(time.time() * 1000)
-        plan = []
-        for part in self.target.parts:
-            message = Message(data, envelope, part.address, part.routing_type, self.container_id, now)
-            routed = po.route(message, part.address, part.routing_type, part.queue)
-            refused = po.unrouted(routed, part.address, part.routing_type, part.queue)
-            if refused is not None:
-                self._reject(d, presettled, txn, conditions.NOT_FOUND, refused)
-                return
-            plan.extend(routed)
-        if self._refused_as_full(d, presettled, txn, plan):
-            return
-        if txn is not None:  # [transactions]
-            coordinator.hold_send(d, presettled, txn, plan)
-            return
-        if presettled:
-            po.post(plan, self._completion(None))
-            lib.pn_delivery_settle(d)
-        else:
-            po.post(plan, self._completion(d))
 
     def _refused_as_full(self, d, presettled: bool, txn, plan) -> bool:
         """A destination of the plan is full under `fail`: the send is refused as a direct
