@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from .copies import divert_copy, orig_annotations
+from .copies import divert_copy
 from .errors import HermodError
 from .message import Message, RoutingType
 
@@ -174,5 +174,5 @@ def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> l
     return cycles
 
 
-__all__ = ["Divert", "Target", "orig_annotations", "find_cycles", "FORCE_ANYCAST",
+__all__ = ["Divert", "Target", "find_cycles", "FORCE_ANYCAST",
            "FORCE_MULTICAST", "PASS", "STRIP", "DIVERT", "COMPOSITE", "MAX_FORWARD_HOPS"]

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ..core import errors as core_errors, ports as core_ports
 from ..core.address import split_fqqn
-from ..core.forwarding import orig_annotations
+from ..core.copies import orig_annotations
 from ..core.message import ANYCAST, MULTICAST, Message
 from ..core.queue import Queue, Ref
 from .errors import BadRequest, NotFound
