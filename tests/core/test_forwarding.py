@@ -264,3 +264,14 @@ def test_selector_cache_keeps_collecting_while_consumers_are_away(po):
 ])
 def test_virtual_topic_consumer_queue_names(name, topic):
     assert VirtualTopic().topic_of(name) == topic
+
+
+def test_a_shared_body_copy_sets_every_field_a_message_has():
+    """SharedBodyCopy sets Message's fields itself (no super() call, for speed): a field added
+    to Message and not there would be an AttributeError on the first copy that reads it."""
+    from hermod.broker.core.message import SharedBodyCopy
+
+    copy = SharedBodyCopy(b"head", b"..bare", 2, None, "target", "container", 7)
+    for name in Message.__slots__:
+        assert hasattr(copy, name), name
+    assert (copy.encoded, copy.size, copy.arrival, copy.hops, copy.id) == (b"headbare", 8, 7, 0, 0)
