@@ -215,7 +215,10 @@ class PostOffice(Directory):
         full = self.flow.full
         for message, queues in plan:
             envelope = message.envelope
-            if envelope.app_properties_at >= 0 and self.duplicates.id_of(message) is not None:
+            # Only what a producer sent is checked for a duplicate id (`post`: hops == 0), not
+            # each divert copy, which would search its joined bytes again: a copy of a message
+            # with application properties 6.3-7.1 -> 5.4-5.9 µs (divert copies in process).
+            if envelope.app_properties_at >= 0 and not message.hops and self.duplicates.id_of(message) is not None:
                 return False
             durable = envelope.durable
             for q in queues:
