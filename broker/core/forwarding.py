@@ -133,7 +133,7 @@ class Divert:
                             "it goes to the dead-letter address", message.id, message.hops, self.name)
                 context.dead_letter(message, self.name)
                 return
-            rt = target.routing_type  # `Target.copy_routing_type`, inline
+            rt: str | None = target.routing_type  # `Target.copy_routing_type`, inline
             if rt == STRIP:
                 rt = None
             elif rt == PASS:
