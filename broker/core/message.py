@@ -176,9 +176,20 @@ class SharedBodyCopy(Message):
 
     def __init__(self, head: bytes, base: bytes, bare_at: int, envelope, address: str,
                  container_id: str | None = None, arrival: int = 0):
-        super().__init__(head, envelope, address, None, container_id, arrival)  # the setter below
+        # Message.__init__'s fields, set here rather than through super() and the `encoded`
+        # setter: 0.34 -> 0.17 µs a copy (timeit). A field added to Message goes here too.
+        self.id = 0
+        self.head = head
         self.base = base
         self.bare_at = bare_at
+        self.envelope = envelope
+        self.address = address
+        self.routing_type = None
+        self.container_id = container_id
+        self.arrival = arrival
+        self._properties = self._application_properties = None
+        self._expiration = self._scheduled = None
+        self.hops = 0
 
     @property
     def encoded(self) -> bytes:

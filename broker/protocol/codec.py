@@ -174,6 +174,27 @@ def section_value(buf: bytes, start: int) -> Any:
     return decode(buf, p)[0]
 
 
+# Header encodings already decoded: (durable, priority, ttl, first-acquirer) by the bytes of
+# the header's list. Emptied when full, as _ENTRIES below.
+_HEADERS: dict[bytes, tuple[bool, int, int, bool]] = {}
+MAX_CACHED_HEADERS = 256
+
+
+def _header_fields(buf: bytes, p: int, code: int) -> tuple[bool, int, int, bool]:
+    """(durable, priority, ttl, first-acquirer) of the header list at `p`; a field of the
+    wrong type reads as its default (the message passes as sent)."""
+    decoder = _DECODERS[code]
+    if decoder is None or code not in (0xC0, 0xD0, 0x45):
+        raise DecodeError("header is not a list")
+    fields = decoder(buf, p + 1)[0]
+    count = len(fields)
+    durable = bool(fields[0]) if count > 0 and fields[0] is not None else False
+    priority = fields[1] if count > 1 and _is_uint(fields[1], 0xFF) else 4
+    ttl = fields[2] if count > 2 and _is_uint(fields[2], 0xFFFFFFFF) else 0
+    first_acquirer = bool(fields[3]) if count > 3 and fields[3] is not None else False
+    return durable, priority, ttl, first_acquirer
+
+
 class Envelope:
     """What the broker reads from every arriving message: header fields and where the other
     sections are. Built once on arrival; cheap (no properties decode)."""
@@ -211,33 +232,33 @@ class Envelope:
                     break
                 code = buf[p]
                 if descriptor == HEADER:
-                    decoder = _DECODERS[code]
-                    if decoder is None or code not in (0xC0, 0xD0, 0x45):
-                        raise DecodeError("header is not a list")
-                    fields, end = decoder(buf, p + 1)
-                    count = len(fields)
-                    if count > 0 and fields[0] is not None:
-                        self.durable = bool(fields[0])
-                    # A field of the wrong type reads as absent (the message passes as sent).
-                    if count > 1 and _is_uint(fields[1], 0xFF):
-                        self.priority = fields[1]
-                    if count > 2 and _is_uint(fields[2], 0xFFFFFFFF):
-                        self.ttl = fields[2]
-                    if count > 3 and fields[3] is not None:
-                        self.first_acquirer = bool(fields[3])
+                    if code == 0x45:  # an empty list: every field at its default
+                        end = p + 1
+                    else:
+                        end = self._read_header(buf, p, code)
                     self.header_end = self.bare_at = end
                 elif descriptor == MESSAGE_ANNOTATIONS:
                     self.annotations_at = pos
                     self.annotations, end = _bounded_map(buf, p, "message annotations", refuse_large=True)
                     self.bare_at = end
+                elif descriptor == PROPERTIES:
+                    # The list's size and count read inline for the usual encodings (skip's
+                    # general dispatch is most of a small message's scan otherwise). With the
+                    # header cache: Envelope of a 1 KiB message 0.75 -> 0.52 µs (empty header
+                    # and properties, the perf client's), 1.10 -> 0.71 µs (durable header).
+                    self.properties_at = pos
+                    if code == 0xC0:
+                        end = p + 2 + buf[p + 1]
+                        self.properties_count = buf[p + 2]
+                    elif code == 0x45:
+                        end = p + 1
+                    else:
+                        end = skip(buf, p)
+                        self.properties_count = _u32(buf, p + 5)[0] if code == 0xD0 else 0
                 else:
-                    end = skip(buf, p)
+                    end = p + 2 + buf[p + 1] if code == 0xC1 else skip(buf, p)  # a small map inline
                     if descriptor == DELIVERY_ANNOTATIONS:
                         self.bare_at = end
-                    elif descriptor == PROPERTIES:
-                        self.properties_at = pos
-                        self.properties_count = buf[p + 2] if code == 0xC0 else (
-                            _u32(buf, p + 5)[0] if code == 0xD0 else 0)
                     elif descriptor == APPLICATION_PROPERTIES:
                         self.app_properties_at = pos
                         break
@@ -248,6 +269,23 @@ class Envelope:
             raise DecodeError(f"malformed AMQP message at {pos}") from None
         if end > n:
             raise DecodeError("truncated AMQP message")
+
+    def _read_header(self, buf: bytes, p: int, code: int) -> int:
+        """Set the header fields from the header list at `p`; returns where it ends. A
+        producer sends the same few header encodings again and again: each is decoded once and
+        kept (`_HEADERS`), so a message costs a slice and a lookup, not a list decode."""
+        end = p + 2 + buf[p + 1] if code == 0xC0 else skip(buf, p)
+        key = buf[p:end]
+        if type(key) is not bytes:
+            key = bytes(key)  # a bytearray's slice is no dictionary key
+        fields = _HEADERS.get(key)
+        if fields is None:
+            fields = _header_fields(buf, p, code)
+            if len(_HEADERS) >= MAX_CACHED_HEADERS:
+                _HEADERS.clear()
+            _HEADERS[key] = fields
+        self.durable, self.priority, self.ttl, self.first_acquirer = fields
+        return end
 
     def shifted(self, header_end: int, annotations: dict | None, annotations_at: int, bare_at: int) -> Envelope:
         """The envelope of a copy whose header and annotations were rewritten: the bare message
@@ -392,13 +430,24 @@ def annotated_head(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
         entries = [raw for key, raw in _raw_annotation_entries(front, env) if key not in extra and key not in drop]
     else:  # nothing of the original's kept (none, or all replaced or dropped): no need to read them
         entries = []
-    entries += [_encoded_entry(k, v) for k, v in extra.items()]
-    section = _annotations_section(entries)
-    head = header + section
     annotations = {k: v for k, v in original.items() if k not in extra and k not in drop} if original else {}
+    # One pass over `extra` for both the encoded entries and the copy's annotations, the
+    # caches read inline, the head joined once (a divert copy makes this call for every
+    # copy): 1.72 -> 1.31 µs for a divert's three x-opt-ORIG-* annotations (timeit).
+    cached, symbols = _ENTRIES, _SYMBOL_KEYS
     for k, v in extra.items():
-        annotations[_symbol_key(k)] = v
-    return head, env.shifted(len(header), annotations or None, len(header) if section else -1, len(head))
+        entry = cached.get((k, v)) if type(v) is str else None
+        entries.append(entry if entry is not None else _encoded_entry(k, v))
+        annotations[symbols.get(k) or _symbol_key(k)] = v
+    if not entries:
+        return header, env.shifted(len(header), annotations or None, -1, len(header))
+    body = b"".join(entries)
+    count = len(entries) * 2
+    if len(body) + 1 < 256 and count < 256:
+        head = b"".join((header, b"\x00\x53\x72\xc1", bytes((len(body) + 1, count)), body))
+    else:
+        head = header + _annotations_section(entries)
+    return head, env.shifted(len(header), annotations, len(header), len(head))
 
 
 def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:
@@ -454,6 +503,7 @@ _SYMBOL_KEYS: dict[str, Symbol] = {}
 _ENTRIES: dict[tuple[str, str], bytes] = {}
 MAX_CACHED_ENTRIES = 1024
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_LONG = struct.Struct(">Bq")  # a long's type code (0x81) and value
 
 
 def _encoded_entry(key: str, value) -> bytes:
@@ -466,8 +516,8 @@ def _encoded_entry(key: str, value) -> bytes:
                 _ENTRIES.clear()
             entry = _ENTRIES[(key, value)] = _encoded_key(key) + encode(value)
         return entry
-    if kind is int and _LONG_MIN <= value <= _LONG_MAX:
-        return _encoded_key(key) + b"\x81" + value.to_bytes(8, "big", signed=True)
+    if kind is int and _LONG_MIN <= value <= _LONG_MAX:  # the x-opt-ORIG-MESSAGE-ID of every copy
+        return _encoded_key(key) + _LONG.pack(0x81, value)
     return _encoded_key(key) + encode(value)
 
 

@@ -20,7 +20,7 @@ class Copy(Message):
 
 
 def annotate_copy(message, extra, address, clear_expiry=False):
-    copy = Copy(message.encoded, message.envelope, address, None, message.container_id)
+    copy = Copy(message.encoded, message.envelope, address, None, message.container_id, message.arrival)
     copy.annotations_added = extra
     return copy
 
@@ -264,3 +264,29 @@ def test_selector_cache_keeps_collecting_while_consumers_are_away(po):
 ])
 def test_virtual_topic_consumer_queue_names(name, topic):
     assert VirtualTopic().topic_of(name) == topic
+
+
+def test_a_shared_body_copy_sets_every_field_a_message_has():
+    """SharedBodyCopy sets Message's fields itself (no super() call, for speed): a field added
+    to Message and not there would be an AttributeError on the first copy that reads it."""
+    from hermod.broker.core.message import SharedBodyCopy
+
+    copy = SharedBodyCopy(b"head", b"..bare", 2, None, "target", "container", 7)
+    for name in Message.__slots__:
+        assert hasattr(copy, name), name
+    assert (copy.encoded, copy.size, copy.arrival, copy.hops, copy.id) == (b"headbare", 8, 7, 0, 0)
+
+
+def test_a_divert_copy_of_a_delayed_message_is_due_when_the_original_is(po):
+    """A copy keeps the original's x-opt-delivery-delay and arrival, so it waits as long
+    (copies.divert_copy takes the original's scheduled time rather than reading it again)."""
+    po.create_queue("orders", "orders", ANYCAST)
+    po.create_queue("spy", "spyTopic", MULTICAST)
+    po.add_divert(divert("order-divert", "orders", ["spyTopic"]))
+    envelope = Envelope()
+    envelope.annotations = {"x-opt-delivery-delay": 60_000}
+    arrival = po.clock.now_ms()
+    po.post(po.route(Message(b"later", envelope, "orders", None, None, arrival), "orders", None))
+    assert queue_bodies(po, "orders") == queue_bodies(po, "spy") == ["later"]
+    assert len(po.queues["orders"].backlog) == len(po.queues["spy"].backlog) == 0  # both wait
+    assert po.queues["spy"].scheduled.next_due() == po.queues["orders"].scheduled.next_due() == arrival + 60_000
