@@ -178,6 +178,9 @@ def section_value(buf: bytes, start: int) -> Any:
 # the header's list. Emptied when full, as _ENTRIES below.
 _HEADERS: dict[bytes, tuple[bool, int, int, bool]] = {}
 MAX_CACHED_HEADERS = 256
+# The five fields take at most 24 bytes in their usual encodings; anything much longer is a
+# hostile or odd sender's, and caching it would let one connection pin 256 big byte strings.
+MAX_CACHED_HEADER_BYTES = 64
 
 
 def _header_fields(buf: bytes, p: int, code: int) -> tuple[bool, int, int, bool]:
@@ -281,9 +284,10 @@ class Envelope:
         fields = _HEADERS.get(key)
         if fields is None:
             fields = _header_fields(buf, p, code)
-            if len(_HEADERS) >= MAX_CACHED_HEADERS:
-                _HEADERS.clear()
-            _HEADERS[key] = fields
+            if len(key) <= MAX_CACHED_HEADER_BYTES:  # a padded or oversized header is not kept
+                if len(_HEADERS) >= MAX_CACHED_HEADERS:
+                    _HEADERS.clear()
+                _HEADERS[key] = fields
         self.durable, self.priority, self.ttl, self.first_acquirer = fields
         return end
 

@@ -74,3 +74,40 @@ def test_a_shared_body_copy_reads_as_the_whole_copy_and_a_copy_of_it_too():
     dead = _annotate(copy, {"x-opt-ORIG-QUEUE": "dlq"}, "DLQ", True)  # the ttl goes: written whole
     decoded.decode(dead.encoded)
     assert not isinstance(dead, SharedBodyCopy) and decoded.ttl == 0 and decoded.body == b"b" * 5000
+
+
+def _with_header(fields: bytes, count: int, wide: bool) -> bytes:
+    """A message whose header list is encoded as given (list8 or list32), then a data body."""
+    if wide:
+        header = b"\xd0" + (len(fields) + 4).to_bytes(4, "big") + count.to_bytes(4, "big") + fields
+    else:
+        header = b"\xc0" + bytes((len(fields) + 1, count)) + fields
+    return b"\x00\x53\x70" + header + b"\x00\x53\x75\xa0\x03abc"
+
+
+# durable true, priority 7 (ubyte), ttl 1000 (uint), first-acquirer false
+_FIELDS = b"\x41" + b"\x50\x07" + b"\x70\x00\x00\x03\xe8" + b"\x42"
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["list8", "list32"])
+def test_header_fields_are_read_alike_the_first_time_and_from_the_cache(wide):
+    buf = _with_header(_FIELDS, 4, wide)
+    for _ in range(2):  # decoded, then taken from the header cache
+        env = codec.Envelope(buf)
+        assert (env.durable, env.priority, env.ttl, env.first_acquirer) == (True, 7, 1000, False)
+    decoded = proton.Message()
+    decoded.decode(buf)
+    assert decoded.durable and decoded.priority == 7 and decoded.ttl == 1.0
+
+
+def test_an_oversized_header_is_read_but_not_kept():
+    """A header padded with 2,000 extra null fields (legal AMQP: a later version's fields)
+    is read right, and not kept in the header cache: a client could otherwise pin big strings."""
+    buf = _with_header(_FIELDS + b"\x40" * 2000, 4 + 2000, wide=True)
+    codec._HEADERS.clear()
+    env = codec.Envelope(buf)
+    assert (env.durable, env.priority, env.ttl) == (True, 7, 1000)
+    assert codec._HEADERS == {}
+    small = _with_header(_FIELDS, 4, wide=False)
+    codec.Envelope(small)
+    assert list(codec._HEADERS.values()) == [(True, 7, 1000, False)]
