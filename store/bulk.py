@@ -108,8 +108,8 @@ class PostgresBulk:
 
     _INSERT_MESSAGES = (
         f"INSERT INTO messages ({_MESSAGE_COLUMNS}) SELECT * FROM unnest("
-        "%s::bigint[], %s::varchar[], %b::bytea[], %s::varchar[], %s::smallint[],"
-        " %s::bigint[], %s::bigint[], %s::bigint[]) ON CONFLICT (id) DO NOTHING")
+        "%b::bigint[], %b::varchar[], %b::bytea[], %b::varchar[], %b::smallint[],"
+        " %b::bigint[], %b::bigint[], %b::bigint[]) ON CONFLICT (id) DO NOTHING")
     _INSERT_REFS = (
         "INSERT INTO message_refs (queue_id, message_id, delivery_count) SELECT * FROM"
         " unnest(%s::integer[], %s::bigint[], %s::integer[])"
