@@ -29,6 +29,7 @@ delivery counts (queue_id, message_id, delivery_count), one per key; reference k
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Sequence
 
 from sqlalchemy import Connection
@@ -60,9 +61,10 @@ class SqliteBulk:
         self._run(connection, "deletes", keys)
 
     def delete_orphans(self, connection: Connection, ids: Sequence[int]) -> None:
-        self._run(connection, "orphans", [(i,) for i in ids])
+        self._run(connection, "orphans", ids, flat=True)
 
-    def _run(self, connection: Connection, kind: str, rows: Sequence[tuple]) -> None:
+    def _run(self, connection: Connection, kind: str, rows: Sequence, flat: bool = False) -> None:
+        """`rows`: tuples, or single values (`flat`)."""
         chunk = self.chunk
         for start in range(0, len(rows), chunk):
             part = rows[start:start + chunk]
@@ -70,10 +72,9 @@ class SqliteBulk:
             sql = self._sql.get((kind, size))
             if sql is None:
                 sql = self._sql[(kind, size)] = _SQLITE_BUILDERS[kind](size)
-            params = [value for row in part for value in row]
             if size > len(part):
-                params.extend(part[-1] * (size - len(part)))
-            connection.exec_driver_sql(sql, tuple(params))
+                part = [*part, *[part[-1]] * (size - len(part))]
+            connection.exec_driver_sql(sql, tuple(part) if flat else tuple(chain.from_iterable(part)))
 
 
 def _padded(n: int) -> int:
