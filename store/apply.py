@@ -168,17 +168,17 @@ class Applier:
     def _flush(self, connection: Connection, b: _Buffers) -> None:
         if not b:
             return
-        rows = self._bulk
+        sql = self._bulk
         if b.messages:
-            rows.insert_messages(connection, b.messages)
+            sql.insert_messages(connection, b.messages)
         if b.refs:
-            rows.insert_refs(connection, b.refs)
+            sql.insert_refs(connection, b.refs)
         if b.counts:
-            rows.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
+            sql.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
         if b.deletes:
-            rows.delete_refs(connection, list(b.deletes))
+            sql.delete_refs(connection, list(b.deletes))
         if b.orphans:
-            rows.delete_orphans(connection, list(b.orphans))
+            sql.delete_orphans(connection, list(b.orphans))
         if b.retained:
             connection.execute(insert(retained_messages), b.retained)
         if b.acks:

@@ -15,7 +15,8 @@ SQLite: the SQL text depends on the number of rows, so a chunk is padded up to a
 by repeating its last row (harmless: inserts are ON CONFLICT DO NOTHING, deletes are by key),
 which keeps the distinct statements few (sqlite3 caches the prepared ones per connection) and
 the text is built once per size. Chunks stay far below SQLite's bound-variable limit (32,766
-since 3.32). UPDATE ... FROM needs SQLite 3.33 (2020; Debian 12 has 3.40). A row-value `(q, m) IN (VALUES ...)`
+since 3.32). UPDATE ... FROM needs SQLite 3.33 (2020; Debian 12 has 3.40), which
+`store.engine` requires. A row-value `(q, m) IN (VALUES ...)`
 would scan the table on SQLite 3.40; `IN (SELECT column1, column2 FROM (VALUES ...))` searches
 the primary key, as EXPLAIN QUERY PLAN shows.
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from hermod.broker.core.ports import AddMessage, AddReference, DeleteReference, SetDeliveryCount
 from hermod.store import bulk
 from store_testing import Completions, message, queue, send, setup_ops, table_counts
@@ -145,3 +147,15 @@ def test_a_wrong_typed_field_fails_its_unit_alone_on_postgresql(pg_url, open_sto
 
     assert [n for n, error in calls if error is not None] == [40]
     assert [n for n, _ in refs(journal)["a"]] == [n for n in range(1, 101) if n != 41]
+
+
+def test_a_sqlite_library_too_old_for_the_bulk_statements_is_refused_in_one_line(tmp_path,
+                                                                                  monkeypatch):
+    import sqlite3
+
+    from hermod import store
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(store.StoreError, match=r"^SQLite 3\.31\.1 is too old for the store: "
+                                               r"3\.33 or newer is needed$"):
+        store.open_journal(f"sqlite:///{tmp_path / 'hermod.db'}", None)
