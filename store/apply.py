@@ -22,7 +22,7 @@ Each buffer goes to the database as ONE statement per chunk of rows (store.bulk)
 executemany: sqlite3 gives the GIL up and must win it back from the busy reactor thread once per
 row of an executemany, which held Q1D on SQLite at ~15k msg/s with the writer thread saturated;
 multi-row statements (SQLite) and column arrays with `unnest` (PostgreSQL) take one round per
-chunk. Delivery counts are kept one per key (the last one set wins, as it would op by op).
+chunk (figures in store.bulk). Delivery counts are kept one per key (the last one set wins, as it would op by op).
 """
 from __future__ import annotations
 
