@@ -3,8 +3,8 @@
 Theory of operation. A group commit holds hundreds of units, typically "AddMessage,
 AddReference" from producers and "DeleteReference" from consumers. Executing them op by op would
 cost one round trip each, so message inserts, reference inserts, delivery-count updates and
-reference deletes are buffered and sent as one executemany each, in that fixed order, when the
-batch ends. The fixed order gives the same result as applying the ops one by one because:
+reference deletes are buffered and sent in one go each, in that fixed order, when the batch
+ends. The fixed order gives the same result as applying the ops one by one because:
 
 - a reference is inserted after its message and deleted after every insert;
 - a message whose last reference goes is deleted at the end of that unit, not at the delete
@@ -18,9 +18,11 @@ batch ends. The fixed order gives the same result as applying the ops one by one
 Inserts are idempotent (ON CONFLICT DO NOTHING) and deletes are too, so replaying a batch whose
 commit outcome was lost with the connection does no harm.
 
-On PostgreSQL, executemany runs in psycopg's pipeline mode (one round trip for the batch, with
-statements prepared after a few uses); the deletes go further and pass all keys as arrays to a
-single statement each (`unnest`), which makes acknowledgements several times cheaper there.
+Each buffer goes to the database as ONE statement per chunk of rows (store.bulk), not as an
+executemany: sqlite3 gives the GIL up and must win it back from the busy reactor thread once per
+row of an executemany, which held Q1D on SQLite at ~15k msg/s with the writer thread saturated;
+multi-row statements (SQLite) and column arrays with `unnest` (PostgreSQL) take one round per
+chunk (figures in store.bulk). Delivery counts are kept one per key (the last one set wins, as it would op by op).
 """
 from __future__ import annotations
 
@@ -28,9 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import Connection, bindparam, delete, exists, insert, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, bindparam, delete, exists, insert, select, update
 
 from hermod.broker.core.ports import (
     AddMessage,
@@ -48,6 +48,7 @@ from hermod.broker.core.ports import (
     SetDeliveryCount,
 )
 
+from . import bulk
 from .errors import StoreError, UnknownQueue
 from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
                      messages, queues, retained_messages)
@@ -57,12 +58,11 @@ _DELETED = -1  # a queue removed in the current transaction
 
 @dataclass(slots=True)
 class _Buffers:
-    messages: list[dict] = field(default_factory=list)
-    refs: list[dict] = field(default_factory=list)
-    counts: list[dict] = field(default_factory=list)
-    deletes: list[dict] = field(default_factory=list)
-    count_keys: set[tuple[int, int]] = field(default_factory=set)
-    delete_keys: set[tuple[int, int]] = field(default_factory=set)
+    # Rows as tuples in the order store.bulk takes them.
+    messages: list[tuple] = field(default_factory=list)
+    refs: list[tuple] = field(default_factory=list)
+    counts: dict[tuple[int, int], int] = field(default_factory=dict)  # (queue, message) -> count
+    deletes: dict[tuple[int, int], None] = field(default_factory=dict)  # an ordered set of keys
     # Messages that lost a reference: in the current unit / in units already ended. Only the
     # latter are checked for "no reference left" (ordered sets).
     unit_orphans: dict[int, None] = field(default_factory=dict)
@@ -83,31 +83,7 @@ class Applier:
     """Owned by the writer thread. Caches queue name -> id (committed state only)."""
 
     def __init__(self, dialect: str) -> None:
-        upsert = pg_insert if dialect == "postgresql" else sqlite_insert
-        self._insert_message = upsert(messages).on_conflict_do_nothing(index_elements=["id"])
-        self._insert_ref = upsert(message_refs).on_conflict_do_nothing(
-            index_elements=["queue_id", "message_id"])
-        refs = message_refs.c
-        self._update_count = (
-            update(message_refs)
-            .where(refs.queue_id == bindparam("q"), refs.message_id == bindparam("m"))
-            .values(delivery_count=bindparam("n"))
-        )
-        self._delete_ref = delete(message_refs).where(
-            refs.queue_id == bindparam("q"), refs.message_id == bindparam("m"))
-        # The message goes with its last reference.
-        self._delete_orphan = delete(messages).where(
-            messages.c.id == bindparam("m"),
-            ~exists().where(refs.message_id == messages.c.id),
-        )
-        self._arrays = dialect == "postgresql"
-        self._delete_refs_array = text(
-            "DELETE FROM message_refs AS r"
-            " USING unnest(CAST(:q AS integer[]), CAST(:m AS bigint[])) AS d(q, m)"
-            " WHERE r.queue_id = d.q AND r.message_id = d.m")
-        self._delete_orphans_array = text(
-            "DELETE FROM messages WHERE id = ANY(CAST(:m AS bigint[]))"
-            " AND NOT EXISTS (SELECT 1 FROM message_refs AS r WHERE r.message_id = messages.id)")
+        self._bulk = bulk.for_dialect(dialect)
         self._queue_ids: dict[str, int] = {}
         self._txn_queue_ids: dict[str, int] = {}
         # Order of duplicate ids across restarts: nanoseconds at start, then one step per id.
@@ -152,26 +128,20 @@ class Applier:
             m = op.message
             if m.id in b.orphans:
                 self._flush(connection, b)
-            b.messages.append({
-                "id": m.id, "address": m.address, "encoded": m.encoded,
-                "routing_type": m.routing_type, "priority": m.priority,
-                "expiration": m.expiration, "scheduled_time": m.scheduled_time,
-                "arrival": m.arrival,
-            })
+            b.messages.append((m.id, m.address, m.encoded, m.routing_type, m.priority,
+                               m.expiration, m.scheduled_time, m.arrival))
         elif isinstance(op, AddReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is None:
                 raise UnknownQueue(f"no queue {op.queue!r} in the store for message {op.message_id}")
             key = (queue_id, op.message_id)
-            if key in b.delete_keys or key in b.count_keys or op.message_id in b.orphans:
+            if key in b.deletes or key in b.counts or op.message_id in b.orphans:
                 self._flush(connection, b)
-            b.refs.append({"queue_id": queue_id, "message_id": op.message_id,
-                           "delivery_count": op.delivery_count})
+            b.refs.append((queue_id, op.message_id, op.delivery_count))
         elif isinstance(op, DeleteReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:  # an ack after its queue was deleted: nothing left to do
-                b.deletes.append({"q": queue_id, "m": op.message_id})
-                b.delete_keys.add((queue_id, op.message_id))
+                b.deletes[(queue_id, op.message_id)] = None
                 b.unit_orphans[op.message_id] = None
         elif isinstance(op, RetainMessage):
             m = op.message
@@ -190,8 +160,7 @@ class Applier:
         elif isinstance(op, SetDeliveryCount):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:
-                b.counts.append({"q": queue_id, "m": op.message_id, "n": op.delivery_count})
-                b.count_keys.add((queue_id, op.message_id))
+                b.counts[(queue_id, op.message_id)] = op.delivery_count
         else:
             self._flush(connection, b)
             self._structural(connection, op)
@@ -199,23 +168,17 @@ class Applier:
     def _flush(self, connection: Connection, b: _Buffers) -> None:
         if not b:
             return
+        sql = self._bulk
         if b.messages:
-            connection.execute(self._insert_message, b.messages)
+            sql.insert_messages(connection, b.messages)
         if b.refs:
-            connection.execute(self._insert_ref, b.refs)
+            sql.insert_refs(connection, b.refs)
         if b.counts:
-            connection.execute(self._update_count, b.counts)
+            sql.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
         if b.deletes:
-            if self._arrays:
-                connection.execute(self._delete_refs_array, {
-                    "q": [d["q"] for d in b.deletes], "m": [d["m"] for d in b.deletes]})
-            else:
-                connection.execute(self._delete_ref, b.deletes)
+            sql.delete_refs(connection, list(b.deletes))
         if b.orphans:
-            if self._arrays:
-                connection.execute(self._delete_orphans_array, {"m": list(b.orphans)})
-            else:
-                connection.execute(self._delete_orphan, [{"m": i} for i in b.orphans])
+            sql.delete_orphans(connection, list(b.orphans))
         if b.retained:
             connection.execute(insert(retained_messages), b.retained)
         if b.acks:
@@ -233,9 +196,9 @@ class Applier:
         b.retained, b.acks, b.dead = [], [], []
         b.duplicates.clear()
         b.keep.clear()
-        b.messages, b.refs, b.counts, b.deletes = [], [], [], []
-        b.count_keys.clear()
-        b.delete_keys.clear()
+        b.messages, b.refs = [], []
+        b.counts.clear()
+        b.deletes.clear()
         b.orphans.clear()
 
     @staticmethod

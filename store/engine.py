@@ -14,6 +14,7 @@ no lock contention to tune beyond a busy timeout for outside readers (Spark, `re
 """
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -25,6 +26,8 @@ from .errors import StoreError, StoreUnreachable
 
 MEMORY = "memory"
 SYNCHRONOUS_MODES = ("FULL", "NORMAL")
+# store.bulk's statements: UPDATE ... FROM (3.33) and 32,766 bound variables (3.32).
+SQLITE_MIN_VERSION = (3, 33)
 # Seconds a connection attempt to PostgreSQL may take before the store reports it unreachable.
 CONNECT_TIMEOUT_S = 5
 
@@ -85,6 +88,9 @@ def make_engine(url: str | URL, *, sqlite_synchronous: str = "FULL") -> Engine:
 
 
 def _sqlite_engine(url: URL, synchronous: str) -> Engine:
+    if sqlite3.sqlite_version_info < SQLITE_MIN_VERSION:
+        raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old for the store: "
+                         f"{'.'.join(map(str, SQLITE_MIN_VERSION))} or newer is needed")
     mode = synchronous.upper()
     if mode not in SYNCHRONOUS_MODES:
         raise StoreError(f"invalid SQLite synchronous mode {synchronous!r}: use FULL or NORMAL")

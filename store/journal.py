@@ -99,8 +99,11 @@ class SqlJournal:
         self._sqlite = engine.dialect.name == "sqlite"
         self._applier = Applier(engine.dialect.name)
         self._stats = StatsCounter()
-        self._cond = threading.Condition(threading.Lock())
+        self._lock_pending = threading.Lock()
+        self._cond = threading.Condition(self._lock_pending)
         self._pending: list[_Unit | _Read] = []
+        # The writer waits for work: `submit` (the reactor's hot path) notifies only then.
+        self._writer_waiting = False
         self._closing = False
         self._closed = False
         self._connection: Connection | None = None
@@ -122,11 +125,13 @@ class SqlJournal:
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
         unit = _Unit(ops, done, time.monotonic())
-        with self._cond:
+        with self._lock_pending:
             if self._closing:
                 raise StoreClosed("the store is closed")
             self._pending.append(unit)
-            self._cond.notify()
+            if self._writer_waiting:
+                self._writer_waiting = False
+                self._cond.notify()
 
     def read_page(self, queue: str, after_message_id: int, limit: int, done: PageDone) -> None:
         with self._cond:
@@ -167,7 +172,9 @@ class SqlJournal:
         while True:
             with self._cond:
                 while not self._pending and not work and not self._closing:
+                    self._writer_waiting = True
                     self._cond.wait()
+                self._writer_waiting = False
                 work.extend(self._pending)
                 self._pending.clear()
                 closing = self._closing

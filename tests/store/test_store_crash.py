@@ -15,7 +15,8 @@ import textwrap
 from pathlib import Path
 
 from hermod import store
-from store_testing import queue, setup_ops, submit_and_wait
+from hermod.store.lock import StoreLocked
+from store_testing import queue, setup_ops, submit_and_wait, wait_until
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -90,8 +91,26 @@ def test_sigkill_loses_nothing_confirmed_and_brings_back_nothing_acknowledged(st
 
 
 def _recover_ids(url: str) -> list[int]:
-    journal = store.open_journal(url, None)
+    journal = _open_after_kill(url)
     try:
         return [r.message.id for r in journal.recover().references["orders"]]
     finally:
         journal.close()
+
+
+def _open_after_kill(url: str):
+    """The journal, once the killed child's store lock is gone. On PostgreSQL the lock goes with
+    the child's session, which the server ends when it sees the connection closed: at once when
+    the session was waiting for the child, a few ms later when it was in a statement (a busy
+    writer), and the child's exit is seen here first."""
+    opened = []
+
+    def attempt() -> bool:
+        try:
+            opened.append(store.open_journal(url, None))
+        except StoreLocked:
+            return False
+        return True
+
+    wait_until(attempt, timeout=10, what="the killed child's store lock to go")
+    return opened[0]
