@@ -53,10 +53,43 @@ class Outcomes(QueueState):
         address retains nothing): done at once, True. False (and nothing done) otherwise: the
         caller goes through `acknowledge` with its completion. Spares the adapter the closures
         that wait for the store on every acknowledgement of a non-durable message."""
-        if ref.durable or (self.host.retaining and self.host.retains(ref.message.address)):
+        if not self.stores_nothing_for(ref):
             return False
         self.acknowledge(ref)
         return True
+
+    def stores_nothing_for(self, ref: Ref) -> bool:
+        """Would acknowledging `ref` write nothing to the store (not durable, its address
+        retains nothing)? Such acknowledgements may be batched (`acknowledge_batch`)."""
+        return not ref.durable and not (self.host.retaining and self.host.retains(ref.message.address))
+
+    def acknowledge_batch(self, refs: list[Ref]) -> None:
+        """`acknowledge` for refs of this queue that `stores_nothing_for`, read from one batch
+        of a client's dispositions: one clock read, one accounting and one idle check for the
+        batch. T4 (1 -> 4 subscribers, 100k x 1 KiB, memory store): the accounting and the
+        clock read per acknowledgement were ~10% of the broker's CPU."""
+        host = self.host
+        now = host.clock.now_ms()
+        observe = host.delivery_latency.observe_ms
+        last_values = self.last_value_key is not None
+        size = out = 0
+        for ref in refs:
+            c = ref.consumer
+            if c is not None:
+                c.in_flight.pop(ref, None)
+                ref.consumer = None
+                out += 1
+            message = ref.message
+            size += message.size
+            observe(now - message.arrival)
+            if last_values:
+                self._forget_last_value(ref)
+        n = len(refs)
+        self.delivering -= out
+        self.acked += n
+        self._account(-size, -n)
+        if not self.delivering and self.idle:
+            host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
     def put_back(self, ref: Ref, acked: bool) -> None:
         """An acknowledgement (or dead-letter move) the store could not commit: the message is
