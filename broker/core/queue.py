@@ -35,8 +35,12 @@ class Queue(Dispatch, Paging, Outcomes):
         if message.id > self._cursor:
             self._cursor = message.id
         # Its size without reading `encoded`, which joins a divert copy's shared body (fanout,
-        # 10 diverts: the join was 4.5% of the broker's CPU, once per copy enqueued).
-        self._account(message.size, 1)
+        # 10 diverts: the join was 4.5% of the broker's CPU, once per copy enqueued); and
+        # `_account` inline (one Python call less per message and queue).
+        size = message.size
+        self.size += size
+        self.held += 1
+        self.host.flow.account(self.address, size, 1)
         if self.last_value_key is not None:
             self._replace_last_value(ref)
         if not self._groups_seen and message.group_id is not None:
