@@ -148,7 +148,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         queue = ref.queue
         if state == PN_ACCEPTED or (settled and state == 0):
             del deliveries[d]
-            if ref.durable or not queue.stores_nothing_for(ref):
+            if ref.durable or (queue.host.retaining and not queue.stores_nothing_for(ref)):
                 self._until_stored(queue.acknowledge, ref, self._settler(d, ref, acked=True))
                 return
             # Nothing to store (a non-durable message): settled here, no completion to wait
