@@ -48,16 +48,6 @@ class Outcomes(QueueState):
         if not self.delivering and self.idle:  # the integer spares the property call under load
             self.host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
-    def acknowledge_in_memory(self, ref: Ref) -> bool:
-        """`acknowledge` when nothing is to be stored for it (the ref is not durable and its
-        address retains nothing): done at once, True. False (and nothing done) otherwise: the
-        caller goes through `acknowledge` with its completion. Spares the adapter the closures
-        that wait for the store on every acknowledgement of a non-durable message."""
-        if not self.stores_nothing_for(ref):
-            return False
-        self.acknowledge(ref)
-        return True
-
     def stores_nothing_for(self, ref: Ref) -> bool:
         """Would acknowledging `ref` write nothing to the store (not durable, its address
         retains nothing)? Such acknowledgements may be batched (`acknowledge_batch`)."""
@@ -67,7 +57,9 @@ class Outcomes(QueueState):
         """`acknowledge` for refs of this queue that `stores_nothing_for`, read from one batch
         of a client's dispositions: one clock read, one accounting and one idle check for the
         batch. T4 (1 -> 4 subscribers, 100k x 1 KiB, memory store): the accounting and the
-        clock read per acknowledgement were ~10% of the broker's CPU."""
+        clock read per acknowledgement were ~10% of the broker's CPU; batched (with the
+        adapter's side, ConsumerLink.take_acks), 0.84 -> 0.73 broker CPU s per 100k
+        deliveries (medians of 3, interleaved, load ~5)."""
         host = self.host
         last_values = self.last_value_key is not None
         size = out = 0
