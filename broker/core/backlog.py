@@ -186,6 +186,23 @@ class Backlog:
         self.count -= 1
         return ref
 
+    def take(self, n: int) -> list[Ref]:
+        """Up to `n` refs from the head, in dispatch order: `popleft` n times in one call."""
+        out: list[Ref] = []
+        append = out.append
+        while n > 0 and self.count:
+            level = self._head()
+            popleft = level.popleft
+            taken = 0
+            while taken < n and level and level[0].in_level == LIVE:
+                ref = popleft()
+                ref.in_level = OUT
+                append(ref)
+                taken += 1
+            self.count -= taken
+            n -= taken
+        return out
+
     def peek(self) -> Ref:
         return self._head()[0]
 

@@ -48,15 +48,40 @@ class Outcomes(QueueState):
         if not self.delivering and self.idle:  # the integer spares the property call under load
             self.host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
-    def acknowledge_in_memory(self, ref: Ref) -> bool:
-        """`acknowledge` when nothing is to be stored for it (the ref is not durable and its
-        address retains nothing): done at once, True. False (and nothing done) otherwise: the
-        caller goes through `acknowledge` with its completion. Spares the adapter the closures
-        that wait for the store on every acknowledgement of a non-durable message."""
-        if ref.durable or (self.host.retaining and self.host.retains(ref.message.address)):
-            return False
-        self.acknowledge(ref)
-        return True
+    def stores_nothing_for(self, ref: Ref) -> bool:
+        """Would acknowledging `ref` write nothing to the store (not durable, its address
+        retains nothing)? Such acknowledgements may be batched (`acknowledge_batch`)."""
+        return not ref.durable and not (self.host.retaining and self.host.retains(ref.message.address))
+
+    def acknowledge_batch(self, refs: list[Ref]) -> None:
+        """`acknowledge` for refs of this queue that `stores_nothing_for`, read from one batch
+        of a client's dispositions: one clock read, one accounting and one idle check for the
+        batch. T4 (1 -> 4 subscribers, 100k x 1 KiB, memory store): the accounting and the
+        clock read per acknowledgement were ~10% of the broker's CPU; batched (with the
+        adapter's side, ConsumerLink.take_acks), 0.84 -> 0.73 broker CPU s per 100k
+        deliveries (medians of 3, interleaved, load ~5)."""
+        host = self.host
+        last_values = self.last_value_key is not None
+        size = out = 0
+        arrivals = []
+        for ref in refs:
+            c = ref.consumer
+            if c is not None:
+                c.in_flight.pop(ref, None)
+                ref.consumer = None
+                out += 1
+            message = ref.message
+            size += message.size
+            arrivals.append(message.arrival)
+            if last_values:
+                self._forget_last_value(ref)
+        host.delivery_latency.observe_since(host.clock.now_ms(), arrivals)
+        n = len(refs)
+        self.delivering -= out
+        self.acked += n
+        self._account(-size, -n)
+        if not self.delivering and self.idle:
+            host.queue_idle_check(cast("Queue", self))  # a mixin of Queue
 
     def put_back(self, ref: Ref, acked: bool) -> None:
         """An acknowledgement (or dead-letter move) the store could not commit: the message is

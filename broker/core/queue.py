@@ -34,7 +34,13 @@ class Queue(Dispatch, Paging, Outcomes):
         message = ref.message
         if message.id > self._cursor:
             self._cursor = message.id
-        self._account(len(message.encoded), 1)  # its size
+        # Its size without reading `encoded`, which joins a divert copy's shared body (fanout,
+        # 10 diverts: the join was 4.5% of the broker's CPU, once per copy enqueued); and
+        # `_account` inline (one Python call less per message and queue).
+        size = message.size
+        self.size += size
+        self.held += 1
+        self.host.flow.account(self.address, size, 1)
         if self.last_value_key is not None:
             self._replace_last_value(ref)
         if not self._groups_seen and message.group_id is not None:
@@ -86,12 +92,16 @@ class Queue(Dispatch, Paging, Outcomes):
         """The ref has left the queue for good (acknowledged, replaced, moved)."""
         self._account(-ref.message.size, -1)
         if self.last_value_key is not None:
-            key = ref.message.application_properties.get(self.last_value_key)
-            try:
-                if key is not None and self._last_values.get(key) is ref:
-                    del self._last_values[key]
-            except TypeError:
-                pass
+            self._forget_last_value(ref)
+
+    def _forget_last_value(self, ref: Ref) -> None:
+        """A last-value queue's ref left: its key no longer names it."""
+        key = ref.message.application_properties.get(self.last_value_key)
+        try:
+            if key is not None and self._last_values.get(key) is ref:
+                del self._last_values[key]
+        except TypeError:
+            pass
 
     # -- timers ----------------------------------------------------------------------------------
     def _arm_timer(self) -> None:

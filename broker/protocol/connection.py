@@ -83,6 +83,10 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.out_room = OUTPUT_BUDGET
         self.output_full = False
         self.links: dict = {}  # pn_link_t* -> its LinkHandler (protocol/handler.py)
+        # Consumer links holding acknowledgements read in this batch of events, handed to
+        # their queues in one go (ConsumerLink.take_acks) before the next endpoint event and
+        # at the end of the batch.
+        self.acking: list = []
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
         self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
         # Its transactions, and the deliveries they hold: made by the first coordinator link
@@ -202,6 +206,8 @@ class Connection(ConnectionLimits, ConnectionOutput):
                 else:
                     if producers:  # transfers before a detach or close are taken first
                         self._drain(producers)
+                    if self.acking:  # so are acknowledgements
+                        self._take_acks()
                     self._on_endpoint_event(kind, ev)
             except Exception:  # noqa: BLE001 - one bad event must not take the broker down
                 log.exception("error handling %s on %s", cproton.pn_event_type_name(kind), self.peer)
@@ -209,8 +215,19 @@ class Connection(ConnectionLimits, ConnectionOutput):
             pop(col)
         if producers:
             self._drain(producers)
+        if self.acking:
+            self._take_acks()
         if not self.marked:
             self.server.mark(self)
+
+    def _take_acks(self) -> None:
+        acking, self.acking = self.acking, []
+        for handler in acking:
+            try:
+                handler.take_acks()
+            except Exception:  # noqa: BLE001 - as in process
+                log.exception("error acknowledging on %s", self.peer)
+                self._close_with(conditions.INTERNAL_ERROR, "internal error")
 
     def _drain(self, producers: dict) -> None:
         for link, handler in list(producers.items()):
