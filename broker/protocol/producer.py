@@ -382,7 +382,9 @@ class ProducerLink(ProducerRoutes, LinkHandler):
                                   conditions.condition_for(error), f"message not stored: {error}")
                     pn_delivery_update(d, PN_REJECTED)
                 pn_delivery_settle(d)
-                self.conn.server.mark(self.conn)
+                conn = self.conn
+                if not conn.marked:  # once per turn is enough (a turn completes hundreds)
+                    conn.server.mark(conn)
             if pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
                 self._top_up_credit()
         return done
