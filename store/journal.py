@@ -1,7 +1,9 @@
 """The write-behind journal: `core.ports.Journal` on SQLAlchemy, and the in-memory stand-in.
 
 Theory of operation (SqlJournal). `submit()` appends the unit to a pending list under a lock and
-returns; it never touches the database. One writer thread takes everything pending at once and
+returns; it never touches the database. In the broker (`defer` given) the units of one reactor
+turn are kept and appended together at its end, in order; a page read or `close` appends them
+first. One writer thread takes everything pending at once and
 commits the leading run of units in ONE transaction (group commit: while a commit is being made
 durable, the next batch accumulates), then hands the completions to the reactor through `post`
 as a single callback that calls each unit's `done(None)` in submission order. Page reads go
