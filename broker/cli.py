@@ -55,7 +55,7 @@ def _file_sets_store_url(path: Path) -> bool:
         return False
 
 
-def open_journal(cfg: config_mod.Config, post, lease=None, membership=None):
+def open_journal(cfg: config_mod.Config, post, lease=None, membership=None, defer=None):
     """The store for `cfg` (upgraded to the current schema), or the in-memory journal."""
     url = cfg.store.url
     if url == "memory":
@@ -65,7 +65,7 @@ def open_journal(cfg: config_mod.Config, post, lease=None, membership=None):
     try:
         return store.open_journal(url, post, sqlite_synchronous=cfg.store.sqlite_synchronous,
                                   fail_after_s=cfg.store.give_up_s, holder=cfg.ha.node, lease=lease,
-                                  membership=membership)
+                                  membership=membership, defer=defer)
     except store.StoreError as e:
         raise CliError(_store_error(url, e)) from None
 
@@ -116,7 +116,7 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         cfg, http_port, keeper = became
     cluster = _cluster(cfg) if cfg.ha.cluster else None  # [ha] mode = "cluster"
     try:
-        journal = open_journal(cfg, loop.call_soon_threadsafe, lease=keeper and keeper.lease,
+        journal = open_journal(cfg, loop.call_soon_threadsafe, defer=loop.call_soon, lease=keeper and keeper.lease,
                                membership=cluster and cluster.membership)
     except CliError:
         if keeper is not None:

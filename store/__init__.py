@@ -44,14 +44,16 @@ DEFAULT_GIVE_UP_S = 30.0  # how long durable work waits for an unreachable store
 def open_journal(url: str, post: Callable[..., object] | None, *,
                  sqlite_synchronous: str = "FULL", fail_after_s: float | None = None,
                  holder: str | None = None, lease=None,
-                 membership=None) -> SqlJournal | MemoryJournal:
+                 membership=None, defer: Callable[..., object] | None = None) -> SqlJournal | MemoryJournal:
     """The journal for a store URL, its schema upgraded to head and checked.
 
     `post(callback, *args)` runs a callback on the reactor thread (`loop.call_soon_threadsafe`);
-    None calls completions directly on the writer thread. `sqlite_synchronous` is FULL (every
-    commit survives power loss) or NORMAL (see `store.engine`). `fail_after_s`: how long a unit
-    waits for an unreachable database before `done(StoreUnavailable)`, by default 30 s (`hermod
-    run` passes `[store] give_up_s`). The journal holds the store's lock (`store.lock`) from
+    None calls completions directly on the writer thread. `defer(fn)` (`loop.call_soon`) lets the
+    journal hand a reactor turn's units to its writer at once (`SqlJournal.submit`).
+    `sqlite_synchronous` is FULL (every commit survives power loss) or NORMAL (see
+    `store.engine`). `fail_after_s`: how long a unit waits for an unreachable database before
+    `done(StoreUnavailable)`, by default 30 s (`hermod run` passes `[store] give_up_s`).
+    The journal holds the store's lock (`store.lock`) from
     before the schema upgrade until `close()`; `holder` is how it names this broker to another
     one refused (default: host and process id). `lease` (a `store.lease.Lease`, PostgreSQL
     only): this broker is the live one of a shared store; every commit checks it still holds
@@ -85,4 +87,5 @@ def open_journal(url: str, post: Callable[..., object] | None, *,
         raise
     return SqlJournal(engine, post, fail_after_s=fail_after_s, lock=lock,
                       fence=lease.check if lease is not None else None,
-                      ownership=membership.fence if membership is not None else None)
+                      ownership=membership.fence if membership is not None else None,
+                      defer=defer)

@@ -1,7 +1,9 @@
 """The write-behind journal: `core.ports.Journal` on SQLAlchemy, and the in-memory stand-in.
 
 Theory of operation (SqlJournal). `submit()` appends the unit to a pending list under a lock and
-returns; it never touches the database. One writer thread takes everything pending at once and
+returns; it never touches the database. In the broker (`defer` given) the units of one reactor
+turn are kept and appended together at its end, in order; a page read or `close` appends them
+first. One writer thread takes everything pending at once and
 commits the leading run of units in ONE transaction (group commit: while a commit is being made
 durable, the next batch accumulates), then hands the completions to the reactor through `post`
 as a single callback that calls each unit's `done(None)` in submission order. Page reads go
@@ -81,7 +83,11 @@ class SqlJournal:
                  retry_max_s: float = 2.0, max_batch_ops: int = 20_000,
                  lock: StoreLock | None = None,
                  fence: Callable[[Connection], None] | None = None,
-                 ownership: Callable[[Connection, list[Operation]], None] | None = None) -> None:
+                 ownership: Callable[[Connection, list[Operation]], None] | None = None,
+                 defer: Callable[[Callable[[], None]], object] | None = None) -> None:
+        """`post(fn, *args)` runs fn on the reactor thread from the writer (completions);
+        `defer(fn)`, the reactor's `call_soon`: when given, `submit` (then always called on the
+        reactor thread) hands the units of a turn to the writer together at its end."""
         self._engine = engine
         self._lock = lock  # released by close()
         # Called last in every commit transaction (store.lease.Lease.check): raises LeaseLost
@@ -102,6 +108,10 @@ class SqlJournal:
         self._lock_pending = threading.Lock()
         self._cond = threading.Condition(self._lock_pending)
         self._pending: list[_Unit | _Read] = []
+        self._defer = defer
+        self._turn: list[_Unit] = []  # reactor thread only
+        self._turn_scheduled = False
+        self._turn_at = 0.0
         # The writer waits for work: `submit` (the reactor's hot path) notifies only then.
         self._writer_waiting = False
         self._closing = False
@@ -124,6 +134,19 @@ class SqlJournal:
         return recovery.recover(self._engine, window=window, max_bytes=max_bytes, only=queues)
 
     def submit(self, ops: Sequence[Operation], done: Done | None) -> None:
+        if self._defer is not None:
+            # Kept for the end of this reactor turn (`_hand_over`): one lock and at most one
+            # wake-up of the writer per turn, not per unit, and fewer GIL hand-offs to it. Q1D on
+            # SQLite FULL, broker CPU per 100k messages 3.4 -> 2.9 s (medians of 3, interleaved
+            # with the build before, load 1.5-2.9).
+            if self._closing:
+                raise StoreClosed("the store is closed")
+            if not self._turn_scheduled:
+                self._turn_scheduled = True
+                self._turn_at = time.monotonic()  # when its units were submitted, near enough
+                self._defer(self._end_turn)
+            self._turn.append(_Unit(ops, done, self._turn_at))
+            return
         unit = _Unit(ops, done, time.monotonic())
         with self._lock_pending:
             if self._closing:
@@ -133,7 +156,24 @@ class SqlJournal:
                 self._writer_waiting = False
                 self._cond.notify()
 
+    def _end_turn(self) -> None:
+        self._turn_scheduled = False
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The units submitted this turn, in order, to the writer (on the reactor thread)."""
+        turn = self._turn
+        if not turn:
+            return
+        self._turn = []
+        with self._lock_pending:
+            self._pending.extend(turn)
+            if self._writer_waiting:
+                self._writer_waiting = False
+                self._cond.notify()
+
     def read_page(self, queue: str, after_message_id: int, limit: int, done: PageDone) -> None:
+        self._hand_over()  # a read sees every unit submitted before it
         with self._cond:
             if self._closing:
                 raise StoreClosed("the store is closed")
@@ -143,6 +183,8 @@ class SqlJournal:
     def close(self) -> None:
         """Commit (or, with the database away, expire) everything submitted, deliver every
         completion, stop the writer, release the database. Idempotent."""
+        if not self._closed:
+            self._hand_over()  # the units of this turn are submitted: they are written too
         with self._cond:
             if self._closed:
                 return

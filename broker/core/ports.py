@@ -54,7 +54,11 @@ class QueueRecord:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+# The records built per durable message (MessageRecord, AddMessage, AddReference,
+# DeleteReference, SetDeliveryCount) are plain slots classes, not frozen ones: a frozen
+# dataclass's __init__ sets each field through object.__setattr__, 0.80 us for a MessageRecord
+# against 0.16 us (Python 3.11). Nothing changes them after they are built all the same.
+@dataclass(slots=True)
 class MessageRecord:
     """A durable message: stored once, whatever the number of queues that reference it."""
 
@@ -93,19 +97,19 @@ class DeleteQueue:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AddMessage:
     message: MessageRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AddReference:
     queue: str
     message_id: int
     delivery_count: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DeleteReference:
     """An acknowledgement; the message row goes when its last reference does."""
 
@@ -113,7 +117,7 @@ class DeleteReference:
     message_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SetDeliveryCount:
     queue: str
     message_id: int

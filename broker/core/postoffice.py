@@ -238,6 +238,8 @@ class PostOffice(Directory):
         the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed.
         `accepted`: the plan carries a message a producer sent (retention and duplicate
         detection apply), not a copy the broker made (dead letters, expiry)."""
+        if len(plan) == 1 and extra_ops is None and accepted and self._post_one(plan[0], done):
+            return
         refs: list[Ref] = []
         ops: list[ports.Operation] = list(extra_ops) if extra_ops else []
         remembered: list[tuple[str, str]] = []
@@ -269,16 +271,56 @@ class PostOffice(Directory):
             if done is not None:
                 done(failed)
             return
-        # Through the journal: a durable message is stored first; a non-durable one that arrives
-        # while durable messages are still being written goes through as an empty unit, so that
-        # messages reach their queues in the order they arrived.
+        self._submit(ops, refs, sum(r.message.size for r in refs), done, remembered)
+
+    def _post_one(self, destination: tuple[Message, list[Queue]], done: Done | None) -> bool:
+        """`post` of the usual plan, without its general bookkeeping: one message a producer
+        sent, to queues it reaches, no duplicate id, nothing retained, nothing paged. False
+        (nothing done) for anything else. Q1D on SQLite FULL, with the records as plain slots
+        classes (`ports`): broker CPU per 100k messages 3.9 -> 3.4 s (medians of 3-4,
+        interleaved with the build before, load 1.3-2.4)."""
+        message, queues = destination
+        if message.hops or self.retaining or not queues:
+            return False
+        if message.envelope.app_properties_at >= 0 and self.duplicates.id_of(message) is not None:
+            return False
+        full = self.flow.full
+        for q in queues:
+            if q.paged or (q.address.pages and full(q.address)):
+                return False
+        if not message.id:
+            message.id = next(self._ids)
+        refs = []
+        ops: list[ports.Operation] | None = None
+        for q in queues:
+            r = Ref(message, q)
+            refs.append(r)
+            q.pending += 1  # as in `post`
+            if r.durable:
+                if ops is None:
+                    ops = [ports.AddMessage(self.message_record(message))]
+                ops.append(ports.AddReference(q.name, message.id))
+        if ops is None and not self._unconfirmed:
+            failed = self._place(refs)
+            if done is not None:
+                done(failed)
+        else:
+            self._submit(ops or [], refs, message.size * len(refs), done, ())
+        return True
+
+    def _submit(self, ops: list, refs: list[Ref], held: int, done: Done | None,
+                remembered: list[tuple[str, str]] | tuple) -> None:
+        """Through the journal: a durable message is stored first; a non-durable one that
+        arrives while durable messages are still being written goes through as an empty unit,
+        so that messages reach their queues in the order they arrived. `held`: the bytes of
+        the refs, counted against the memory limit until the unit is done."""
         self._unconfirmed += 1
-        held = sum(r.message.size for r in refs)  # counted against the memory limit
-        self.flow.unit_submitted(held)
+        flow = self.flow
+        flow.unit_submitted(held)
 
         def committed(error: BaseException | None) -> None:
             self._unconfirmed -= 1
-            self.flow.unit_done(held)
+            flow.unit_done(held)
             if error is None:
                 error = self._place(refs)
             else:
@@ -352,11 +394,10 @@ class PostOffice(Directory):
             ops.append(ports.RetainMessage(self.message_record(message)))
 
     def message_record(self, message: Message) -> ports.MessageRecord:
-        return ports.MessageRecord(
-            id=message.id, address=message.address, encoded=message.encoded,
-            routing_type=message.routing_type, priority=message.priority,
-            expiration=message.expiration, scheduled_time=message.scheduled_time,
-            arrival=message.arrival)
+        # Positional, in the record's field order: keywords cost 0.25 us more per record.
+        return ports.MessageRecord(message.id, message.address, message.encoded, message.routing_type,
+                                   message.priority, message.expiration, message.scheduled_time,
+                                   message.arrival)
 
     # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
     def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:

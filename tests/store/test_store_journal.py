@@ -340,3 +340,66 @@ def test_recovery_can_keep_only_a_window_of_each_queue(store_url, open_store):
     completions = Completions()
     journal.read_page("deep", 4, 100, completions.done(None))
     assert ids(completions.wait_for(1)[0][1]) == list(range(5, 11))
+
+
+class Turn:
+    """A reactor's `call_soon` for the journal's `defer`: what it schedules runs at `end()`."""
+
+    def __init__(self) -> None:
+        self.scheduled: list = []
+
+    def defer(self, fn) -> None:
+        self.scheduled.append(fn)
+
+    def end(self) -> None:
+        scheduled, self.scheduled = self.scheduled, []
+        for fn in scheduled:
+            fn()
+
+
+def test_units_of_a_turn_go_to_the_writer_at_its_end_in_order_and_a_faulty_one_fails_alone(
+        store_url, open_store):
+    turn = Turn()
+    journal = open_store(store_url, defer=turn.defer)
+    completions = Completions()
+    journal.submit(setup_ops(queue("orders")), completions.done("setup"))
+    journal.submit(send(1, "orders"), completions.done(1))
+    journal.submit(send(2, "no-such-queue"), completions.done(2))
+    journal.submit(send(3, "orders"), completions.done(3))
+    assert len(turn.scheduled) == 1  # one hand-over per turn, however many units
+    assert journal.stats().units == 0  # nothing written before the turn ends
+    turn.end()
+
+    calls = completions.wait_for(4)
+    assert [tag for tag, _ in calls] == ["setup", 1, 2, 3]
+    assert calls[0][1] is None and calls[1][1] is None and calls[3][1] is None
+    assert isinstance(calls[2][1], UnknownQueue)
+    assert ids(journal.recover().references["orders"]) == [1, 3]
+
+
+def test_a_page_read_in_the_middle_of_a_turn_sees_the_units_submitted_before_it(store_url, open_store):
+    turn = Turn()
+    journal = open_store(store_url, defer=turn.defer)
+    completions = Completions()
+    journal.submit(setup_ops(queue("orders")), completions.done("setup"))
+    journal.submit(send(1, "orders"), completions.done("send"))
+    journal.read_page("orders", 0, 10, completions.done("page"))  # before the turn ends
+    calls = completions.wait_for(3)
+    assert [tag for tag, _ in calls] == ["setup", "send", "page"]
+    assert ids(calls[2][1]) == [1]
+    turn.end()  # nothing left to hand over
+
+
+def test_close_writes_the_units_of_a_turn_that_never_ended(store_url, open_store):
+    turn = Turn()
+    journal = open_store(store_url, defer=turn.defer)
+    completions = Completions()
+    journal.submit(setup_ops(queue("orders")), completions.done(0))
+    for n in range(1, 50):
+        journal.submit(send(n, "orders"), completions.done(n))
+    journal.close()  # the loop stopped before the deferred hand-over ran
+    assert completions.count() == 50
+    with pytest.raises(StoreClosed):
+        journal.submit(send(99, "orders"), None)
+    turn.end()  # the hand-over running late does nothing
+    assert ids(open_store(store_url).recover().references["orders"]) == list(range(1, 50))
