@@ -39,7 +39,8 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
     __slots__ = ("conn", "link", "consumers", "broker", "presettled", "deliveries", "_tag", "_tag_ptr", "_tag_n",
                  "_tag_bytes", "_tag_arg",
                  "active", "opened", "browser", "durable_subscription", "name",
-                 "subscription", "committing", "expiry", "jms", "keeps_state", "_acks", "_acks_queue")
+                 "subscription", "committing", "expiry", "jms", "keeps_state", "_acks", "_acks_queue",
+                 "_stored_acks", "_stored_queue")
 
     def __init__(self, conn: Connection, link):
         self.conn = conn
@@ -54,6 +55,10 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         self.committing: set = set()
         self._acks: list = []  # refs accepted in this batch of events, all of `_acks_queue`
         self._acks_queue = None
+        # Accepted durable messages of this batch of events, all of `_stored_queue`: (delivery,
+        # ref). Their deletes go to the store as one unit, settled together once it commits.
+        self._stored_acks: list = []
+        self._stored_queue = None
         self.active = True  # False once detached: late store completions must not touch the link
         self.opened = False  # the attach is answered (after the store has its new queues)
         self._tag = ffi.new("uint64_t[1]")
@@ -145,8 +150,11 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             # settled with no outcome: accepted, the default outcome
         del deliveries[d]
         queue = ref.queue
-        if ref.durable or (queue.host.retaining and not queue.stores_nothing_for(ref)):
+        if queue.host.retaining and not queue.stores_nothing_for(ref):
             self._until_stored(queue.acknowledge, ref, self._settler(d, ref, acked=True))
+            return
+        if ref.durable:
+            self._stored_ack(d, ref, queue)
             return
         # Nothing to store (a non-durable message): settled here, no completion to wait
         # for (Connection.process marks the connection). Q1, 100k x 1 KiB, memory store:
@@ -205,6 +213,20 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             return  # e.g. a received state: not terminal
         pn_delivery_settle(d)
 
+    def _stored_ack(self, d, ref, queue) -> None:
+        """An accepted durable message: kept for this batch of events (`take_acks`), settled
+        once the batch's deletes are stored."""
+        self.committing.add(d)
+        stored = self._stored_acks
+        if queue is not self._stored_queue:  # one queue per batch, as for `_acks`
+            if stored:
+                self._take_stored_acks()
+                stored = self._stored_acks
+            self._stored_queue = queue
+        if not stored and not self._acks:
+            self.conn.acking.append(self)
+        stored.append((d, ref))
+
     def take_acks(self) -> None:
         """Hand the acknowledgements read since the last call to their queue, as one batch
         (Connection.process calls it before the next endpoint event and at the end of each
@@ -213,6 +235,48 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         if acks:
             self._acks = []
             self._acks_queue.acknowledge_batch(acks)
+        if self._stored_acks:
+            self._take_stored_acks()
+
+    def _take_stored_acks(self) -> None:
+        """The durable acknowledgements of this batch of events: one store unit for their
+        deletes, one hold of the connection's output (taken before any output after them is,
+        as the batch ends before the connection is flushed or an endpoint event handled), and
+        one completion that settles them all. Before, each had its own unit, completion closure
+        and hold: Q1D (SQLite FULL, 60k x 1 KiB) 2.98 -> 2.55 broker CPU s per 100k, 40.1k ->
+        46.8k msg/s (medians of 3, interleaved, load 0.2-0.3)."""
+        batch, self._stored_acks = self._stored_acks, []
+        conn = self.conn
+        state = [False, 0]  # completed, the hold's epoch (0: none)
+
+        def done(error: BaseException | None) -> None:
+            state[0] = True
+            try:
+                self._settle_stored(batch, error)
+            finally:
+                if state[1]:
+                    conn.release_store_hold(state[1])
+
+        self._stored_queue.acknowledge_batch([ref for _, ref in batch], done)
+        if not state[0]:  # on its way to the store
+            state[1] = conn.hold_for_store()
+
+    def _settle_stored(self, batch: list, error: BaseException | None) -> None:
+        committing = self.committing
+        for d, _ in batch:
+            committing.discard(d)
+        if error is not None:
+            # Not committed: the messages are still in the store, so they stay on the queue
+            # and the deliveries stay unsettled (the client must not take them as final).
+            log.warning("acknowledgement of %d message(s) on %s not stored: %s", len(batch),
+                        batch[0][1].queue.name, error)
+            for _, ref in batch:
+                ref.queue.put_back(ref, True)
+            return
+        if self.active:
+            for d, _ in batch:
+                pn_delivery_settle(d)
+            self.conn.server.mark(self.conn)
 
     def _acquire_in_transaction(self, d, ref, settled: bool) -> None:
         """[transactions] A `transactional-state` disposition: the transaction takes the

@@ -74,3 +74,26 @@ def test_acknowledged_messages_stay_gone_after_a_clean_close_and_a_sigkill(start
     assert acknowledged == sent[:ACKED]
     brokers.start(CONFIG)
     assert [body_of(m) for m in drain_queue(brokers.url, QUEUE)] == sent[ACKED:]
+
+
+def test_a_burst_of_acknowledgements_sent_with_the_detach_is_stored_as_one(start_broker, store_url):
+    """Twenty durable messages accepted and the link closed in one write: the broker reads the
+    burst as one batch of acknowledgements (one store unit). After the close, a SIGKILL and a
+    restart, none of them comes back and the five not received are all there, in order."""
+    brokers = DurableBrokers(start_broker, store_url)
+    brokers.start(CONFIG)
+    sent = [f"b{n}" for n in range(25)]
+    send_durable(brokers.url, QUEUE, [Message(body=b, durable=True) for b in sent])
+    if brokers.backend == "postgresql":
+        slow_down_acknowledgements(store_url)
+    connection = connect(brokers.url)
+    receiver = connection.create_receiver(QUEUE, credit=20)
+    received = [receiver.receive(timeout=15) for _ in range(20)]
+    for _ in received:
+        receiver.accept()  # queued locally: the dispositions and the detach leave together
+    receiver.close()
+    connection.close()
+    brokers.kill()
+    assert [body_of(m) for m in received] == sent[:20]
+    brokers.start(CONFIG)
+    assert [body_of(m) for m in drain_queue(brokers.url, QUEUE)] == sent[20:]
