@@ -24,7 +24,7 @@ from .management import Management
 from .security.audit import AuditLog, no_audit
 from .security.auth import Authenticator, Principal
 from .security.permissions import Permissions
-from .protocol import codec
+from .protocol import codec, codec_edits
 from .protocol.management_codec import ManagementCodec
 from .protocol.transformers import load_transformer
 
@@ -43,10 +43,10 @@ def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = 
     drop = ("x-opt-routing-type",)
     envelope = message.envelope
     if clear_expiry and (envelope.ttl or envelope.properties_count > 8):
-        encoded, envelope = codec.annotated_copy(message.encoded, envelope, extra, drop=drop, clear_expiry=True)
+        encoded, envelope = codec_edits.annotated_copy(message.encoded, envelope, extra, drop=drop, clear_expiry=True)
         return Message(encoded, envelope, address, None, message.container_id, message.arrival)
     front, base, bare_at = message.parts()
-    head, envelope = codec.annotated_head(front, envelope, extra, drop)
+    head, envelope = codec_edits.annotated_head(front, envelope, extra, drop)
     return SharedBodyCopy(head, base, bare_at, envelope, address, message.container_id, message.arrival)
 
 

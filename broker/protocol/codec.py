@@ -1,5 +1,6 @@
 """Reads the few fields routing needs straight from a message's encoded AMQP sections, and makes
-the small edits the broker applies on the way out (delivery count, added annotations).
+the encoded header (the edits the broker applies on the way out, delivery count and added
+annotations, are in `codec_edits.py`).
 
 A full `proton.Message` decode + encode costs 32-42 µs, several times the whole per-message path
 (ARCHITECTURE.md, "Design facts"), so the broker keeps each message as the bytes the producer sent.
@@ -10,7 +11,6 @@ their encoding live in `amqptypes.py`.
 """
 from __future__ import annotations
 
-import struct
 import uuid
 from typing import Any
 
@@ -175,7 +175,7 @@ def section_value(buf: bytes, start: int) -> Any:
 
 
 # Header encodings already decoded: (durable, priority, ttl, first-acquirer) by the bytes of
-# the header's list. Emptied when full, as _ENTRIES below.
+# the header's list. Emptied when full, as codec_edits._ENTRIES.
 _HEADERS: dict[bytes, tuple[bool, int, int, bool]] = {}
 MAX_CACHED_HEADERS = 256
 # The five fields take at most 24 bytes in their usual encodings; anything much longer is a
@@ -395,201 +395,3 @@ def encode_header(durable: bool, priority: int, ttl: int, first_acquirer: bool, 
     while fields and fields[-1] == _HEADER_DEFAULTS[len(fields) - 1]:
         fields.pop()  # trailing fields at their defaults are left out, as encoders do
     return encode_section(HEADER, fields)
-
-
-def with_delivery_count(buf: bytes, env: Envelope, delivery_count: int) -> bytes:
-    """The message as it goes out on a redelivery: same bytes with header.delivery-count set."""
-    header = encode_header(env.durable, env.priority, env.ttl, env.first_acquirer, delivery_count)
-    return header + buf[env.header_end:]
-
-
-def with_annotations(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = (),
-                     clear_expiry: bool = False) -> bytes:
-    """The message with `extra` message annotations set (replacing same-named ones) and the keys
-    in `drop` removed. Untouched annotations keep their exact encoding (a byte stays a byte);
-    everything else stays byte for byte; delivery annotations are dropped. `clear_expiry`
-    removes header.ttl and properties.absolute-expiry-time (dead-letter and expiry copies
-    never expire)."""
-    return annotated_copy(buf, env, extra, drop, clear_expiry)[0]
-
-
-def annotated_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = (),
-                   clear_expiry: bool = False) -> tuple[bytes, Envelope]:
-    """`with_annotations`, and the copy's envelope (derived, not parsed again)."""
-    if clear_expiry and (env.ttl or env.properties_count > 8):
-        return _expiry_cleared_copy(buf, env, extra, drop)
-    head, envelope = annotated_head(buf, env, extra, drop)
-    return head + buf[env.bare_at:], envelope
-
-
-def annotated_head(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ...] = ()) -> tuple[bytes, Envelope]:
-    """What comes before the bare message in a copy with `extra` message annotations set
-    (replacing same-named ones) and `drop` removed: the header as it was and the new
-    annotations section (delivery annotations are dropped), and the envelope of the copy
-    whose bare message follows that head. `front` holds the original at least up to its
-    bare message (`env` reads it)."""
-    header = front[:env.header_end]
-    original = env.annotations
-    if env.annotations_at >= 0 and (original is None or any(k not in extra and k not in drop for k in original)):
-        entries = [raw for key, raw in _raw_annotation_entries(front, env) if key not in extra and key not in drop]
-    else:  # nothing of the original's kept (none, or all replaced or dropped): no need to read them
-        entries = []
-    annotations = {k: v for k, v in original.items() if k not in extra and k not in drop} if original else {}
-    # One pass over `extra` for both the encoded entries and the copy's annotations, the
-    # caches read inline, the head joined once (a divert copy makes this call for every
-    # copy): 1.72 -> 1.31 µs for a divert's three x-opt-ORIG-* annotations (timeit).
-    cached, symbols = _ENTRIES, _SYMBOL_KEYS
-    for k, v in extra.items():
-        entry = cached.get((k, v)) if type(v) is str else None
-        entries.append(entry if entry is not None else _encoded_entry(k, v))
-        annotations[symbols.get(k) or _symbol_key(k)] = v
-    if not entries:
-        return header, env.shifted(len(header), annotations or None, -1, len(header))
-    body = b"".join(entries)
-    count = len(entries) * 2
-    if len(body) + 1 < 256 and count < 256:
-        head = b"".join((header, b"\x00\x53\x72\xc1", bytes((len(body) + 1, count)), body))
-    else:
-        head = header + _annotations_section(entries)
-    return head, env.shifted(len(header), annotations, len(header), len(head))
-
-
-def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:
-    """A dead-letter or expiry copy of a message with a ttl or an absolute expiry time: both
-    are taken out (such copies never expire), and the copy is parsed again."""
-    header = encode_header(env.durable, env.priority, 0, env.first_acquirer, 0) if env.ttl else buf[:env.header_end]
-    bare = buf[env.bare_at:]
-    if env.properties_count > 8:
-        try:
-            bare = _without_absolute_expiry(buf, env) + buf[_section_end(buf, env.properties_at):]
-        except DecodeError:
-            pass  # properties that do not decode are passed on as they came (see Envelope)
-    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in extra and key not in drop]
-    entries += [_encoded_entry(k, v) for k, v in extra.items()]
-    out = header + _annotations_section(entries) + bare
-    return out, Envelope(out)
-
-
-def with_merged_annotations(buf: bytes, env: Envelope, encoded_map: bytes) -> tuple[bytes, Envelope] | None:
-    """The message with the entries of `encoded_map` (an encoded AMQP map: the message-annotations
-    of a `modified` outcome) merged into its message annotations: same-named keys replaced,
-    every value keeping the exact encoding its sender gave it; the rest stays byte for byte
-    (delivery annotations are dropped). The copy is parsed again: it is checked like an
-    arriving message (DecodeError when it would not pass). None for an empty map."""
-    if not encoded_map or encoded_map[0] not in (0xC1, 0xD1):
-        raise DecodeError("message annotations of a modified outcome are not a map")
-    new = _raw_map_entries(encoded_map, 0)
-    if not new:
-        return None
-    keys = {key for key, _ in new}
-    entries = [raw for key, raw in _raw_annotation_entries(buf, env) if key not in keys]
-    entries += [raw for _, raw in new]
-    out = buf[:env.header_end] + _annotations_section(entries) + buf[env.bare_at:]
-    return out, Envelope(out)
-
-
-def _annotations_section(entries: list[bytes]) -> bytes:
-    """A message-annotations section holding the encoded key+value `entries` (none: no section)."""
-    if not entries:
-        return b""
-    body = b"".join(entries)
-    count = len(entries) * 2
-    if len(body) + 1 < 256 and count < 256:
-        return b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
-    return b"\x00\x53\x72\xd1" + struct.pack(">II", len(body) + 4, count) + body
-
-
-_KEYS: dict[str, bytes] = {}
-_SYMBOL_KEYS: dict[str, Symbol] = {}
-# Encoded key + string value of the annotations the broker writes again and again on copies
-# (x-opt-ORIG-ADDRESS, x-opt-ORIG-QUEUE: a few addresses and divert names): encoding them each
-# time was a third of a divert copy's cost (benchmarks/fanout.py). Emptied when full.
-_ENTRIES: dict[tuple[str, str], bytes] = {}
-MAX_CACHED_ENTRIES = 1024
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-_LONG = struct.Struct(">Bq")  # a long's type code (0x81) and value
-
-
-def _encoded_entry(key: str, value) -> bytes:
-    """`key` as a symbol and `value` encoded, as `encode` would (a Python int as a long)."""
-    kind = type(value)
-    if kind is str:
-        entry = _ENTRIES.get((key, value))
-        if entry is None:
-            if len(_ENTRIES) >= MAX_CACHED_ENTRIES:
-                _ENTRIES.clear()
-            entry = _ENTRIES[(key, value)] = _encoded_key(key) + encode(value)
-        return entry
-    if kind is int and _LONG_MIN <= value <= _LONG_MAX:  # the x-opt-ORIG-MESSAGE-ID of every copy
-        return _encoded_key(key) + _LONG.pack(0x81, value)
-    return _encoded_key(key) + encode(value)
-
-
-def _symbol_key(key: str) -> Symbol:
-    symbol = _SYMBOL_KEYS.get(key)
-    if symbol is None:
-        symbol = Symbol(key)
-        if len(_SYMBOL_KEYS) < 1000:  # as _KEYS
-            _SYMBOL_KEYS[key] = symbol
-    return symbol
-
-
-def _encoded_key(key: str) -> bytes:
-    encoded = _KEYS.get(key)
-    if encoded is None:
-        encoded = encode(Symbol(key))
-        if len(_KEYS) < 1000:  # the broker's own few keys; a bound against anything else
-            _KEYS[key] = encoded
-    return encoded
-
-
-def _section_end(buf: bytes, start: int) -> int:
-    return skip(buf, start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1))
-
-
-def _without_absolute_expiry(buf: bytes, env: Envelope) -> bytes:
-    """The bare message up to the end of its properties section, with absolute-expiry-time
-    (field 8) set to null; the other fields keep their exact encoding."""
-    start = env.properties_at
-    p = start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1)
-    code = buf[p]
-    first = p + 3 if code == 0xC0 else p + 9
-    fields, q = [], first
-    for _ in range(env.properties_count):
-        end = skip(buf, q)
-        fields.append(bytes(buf[q:end]))
-        q = end
-    fields[8] = b"\x40"
-    body = b"".join(fields)
-    if len(body) + 1 < 256:
-        value = bytes((0xC0, len(body) + 1, len(fields))) + body
-    else:
-        value = b"\xd0" + struct.pack(">II", len(body) + 4, len(fields)) + body
-    return buf[env.bare_at:start] + buf[start:p] + value
-
-
-def _raw_annotation_entries(buf: bytes, env: Envelope) -> list[tuple[Any, bytes]]:
-    """(key, encoded key+value) of each message annotation, values left encoded."""
-    start = env.annotations_at
-    if start < 0:
-        return []
-    return _raw_map_entries(buf, start + 3 if buf[start + 1] == 0x53 else skip(buf, start + 1))
-
-
-def _raw_map_entries(buf: bytes, p: int) -> list[tuple[Any, bytes]]:
-    """(key, encoded key+value) of each entry of the map encoded at `p`."""
-    code = buf[p]
-    if code == 0xC1:
-        count, p = buf[p + 2], p + 3
-    elif code == 0xD1:
-        count, p = _u32(buf, p + 5)[0], p + 9
-    else:
-        return []
-    out = []
-    budget = _Budget()
-    for _ in range(count // 2):
-        key, value_at = _bounded_value(buf, p, budget)
-        end = skip(buf, value_at)
-        out.append((key, bytes(buf[p:end])))
-        p = end
-    return out

@@ -15,7 +15,7 @@ from cproton_ffi.lib import (pn_delivery, pn_delivery_remote_state, pn_delivery_
 
 from ..core import links as core_links
 from ..core.message import Message
-from . import codec, conditions, coordinator, jms, recovery
+from . import codec, codec_edits, conditions, coordinator, jms, recovery
 from .conditions import set_condition
 from .consumer_attach import ConsumerAttach
 from .handler import LinkHandler
@@ -101,9 +101,9 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
             if missing is not None:
                 extra = {**extra, **missing} if extra else missing
         if extra is not None:
-            data = codec.with_annotations(data, message.envelope, extra)
+            data = codec_edits.with_annotations(data, message.envelope, extra)
         if count > 0 and not consumer.browser:
-            data = codec.with_delivery_count(data, message.envelope, count)
+            data = codec_edits.with_delivery_count(data, message.envelope, count)
         size = len(data)
         pn_link_send(link, data, size)
         pn_link_advance(link)
@@ -310,7 +310,7 @@ class ConsumerLink(ConsumerAttach, LinkHandler):
         if lib.pn_data_encode(annotations, buf, size) != size:
             return None
         try:
-            merged = codec.with_merged_annotations(message.encoded, message.envelope, ffi.unpack(buf, size))
+            merged = codec_edits.with_merged_annotations(message.encoded, message.envelope, ffi.unpack(buf, size))
         except codec.DecodeError as e:
             log.info("modified outcome on %s: annotations not applied (%s)", self.name, e)
             return None

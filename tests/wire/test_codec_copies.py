@@ -1,4 +1,4 @@
-"""codec.annotated_copy, the divert / dead-letter copy path, with its shortcuts (cached string
+"""codec_edits.annotated_copy, the divert / dead-letter copy path, with its shortcuts (cached string
 entries, ints written directly, the original's annotations not read when none is kept): the
 copies Proton decodes are what the slow path made, byte for byte where it matters."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import proton
 import pytest
 
-from hermod.broker.protocol import codec
+from hermod.broker.protocol import codec, codec_edits
 from hermod.broker.protocol.amqptypes import Symbol, encode
 
 
@@ -15,7 +15,7 @@ def copy_of(annotations: dict | None, extra: dict, drop=("x-opt-routing-type",))
     if annotations is not None:
         message.annotations = annotations
     buf = message.encode()
-    out, env = codec.annotated_copy(buf, codec.Envelope(buf), extra, drop=drop)
+    out, env = codec_edits.annotated_copy(buf, codec.Envelope(buf), extra, drop=drop)
     decoded = proton.Message()
     decoded.decode(out)
     assert env.annotations == codec.Envelope(out).annotations  # the derived envelope is right
@@ -37,14 +37,14 @@ def test_copy_carries_the_extra_annotations_and_keeps_only_the_others(original):
 @pytest.mark.parametrize("value", [0, -1, 255, 1 << 40, (1 << 63) - 1, -(1 << 63), "", "é" * 200, "a" * 300,
                                    Symbol("sym"), True, 2.5])
 def test_entries_are_encoded_as_the_general_encoder_does(value):
-    assert codec._encoded_entry("x-k", value) == codec._encoded_key("x-k") + encode(value)
-    assert codec._encoded_entry("x-k", value) == codec._encoded_key("x-k") + encode(value)  # cached
+    assert codec_edits._encoded_entry("x-k", value) == codec_edits._encoded_key("x-k") + encode(value)
+    assert codec_edits._encoded_entry("x-k", value) == codec_edits._encoded_key("x-k") + encode(value)  # cached
 
 
 def test_the_entry_cache_stays_bounded():
-    for n in range(codec.MAX_CACHED_ENTRIES * 2 + 5):
-        codec._encoded_entry("x-opt-ORIG-QUEUE", f"q{n}")
-    assert len(codec._ENTRIES) <= codec.MAX_CACHED_ENTRIES
+    for n in range(codec_edits.MAX_CACHED_ENTRIES * 2 + 5):
+        codec_edits._encoded_entry("x-opt-ORIG-QUEUE", f"q{n}")
+    assert len(codec_edits._ENTRIES) <= codec_edits.MAX_CACHED_ENTRIES
 
 
 def test_a_shared_body_copy_reads_as_the_whole_copy_and_a_copy_of_it_too():
@@ -60,7 +60,7 @@ def test_a_shared_body_copy_reads_as_the_whole_copy_and_a_copy_of_it_too():
     extra = {"x-opt-ORIG-ADDRESS": "fan", "x-opt-ORIG-MESSAGE-ID": 11, "x-opt-ORIG-QUEUE": "d1"}
     copy = _annotate(original, extra, "fan.copy")
     assert isinstance(copy, SharedBodyCopy) and copy.base is buf
-    whole, env = codec.annotated_copy(buf, codec.Envelope(buf), extra, drop=("x-opt-routing-type",))
+    whole, env = codec_edits.annotated_copy(buf, codec.Envelope(buf), extra, drop=("x-opt-routing-type",))
     assert copy.encoded == whole and copy.size == len(whole)
     assert copy.properties["subject"] == "s" and copy.application_properties == {"k": 1}
     assert copy.annotations == env.annotations and copy.envelope.ttl == 60000

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from proton import Delivery, Message
 
 from hermod.broker.core.message import Message as CoreMessage
-from hermod.broker.protocol import codec
+from hermod.broker.protocol import codec, codec_edits
 from wire_helpers import Selector, connect, nothing_more, receive_bodies
 
 SAMPLES = [
@@ -35,8 +35,8 @@ def everything_the_broker_reads(data: bytes) -> None:
     # Later (selectors, groups, expiry, dead-letter copies): must not raise at all.
     message.properties, message.application_properties, message.priority
     message.group_id, message.group_sequence, message.expiration, message.scheduled_time
-    codec.with_delivery_count(data, envelope, 3)
-    codec.annotated_copy(data, envelope, {"x-opt-ORIG-ADDRESS": "a"}, drop=("x-opt-routing-type",),
+    codec_edits.with_delivery_count(data, envelope, 3)
+    codec_edits.annotated_copy(data, envelope, {"x-opt-ORIG-ADDRESS": "a"}, drop=("x-opt-routing-type",),
                          clear_expiry=True)
 
 
