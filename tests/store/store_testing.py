@@ -73,6 +73,21 @@ class Completions:
             return len(self.calls)
 
 
+def held_post(timeout: float = WAIT_S) -> tuple[Callable, threading.Event, threading.Event]:
+    """A journal `post` that holds the writer after its first commit until `release` is set
+    (`entered` says it is held), so that everything submitted meanwhile goes into one group
+    commit. Returns (post, entered, release)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def post(callback, *args):
+        if not entered.is_set():
+            entered.set()
+            release.wait(timeout)
+        callback(*args)
+
+    return post, entered, release
+
+
 def submit_and_wait(journal, ops: list, timeout: float = WAIT_S) -> object:
     """Submit one unit and return what its `done` got."""
     completions = Completions()

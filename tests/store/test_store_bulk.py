@@ -3,13 +3,12 @@ lands once, the Applier's ordering rules hold across flushes in the middle of a 
 changes nothing, and a bad row still fails only its own unit."""
 from __future__ import annotations
 
-import threading
 
 import pytest
 
 from hermod.broker.core.ports import AddMessage, AddReference, DeleteReference, SetDeliveryCount
 from hermod.store import bulk
-from store_testing import Completions, message, queue, send, setup_ops, table_counts
+from store_testing import Completions, held_post, message, queue, send, setup_ops, table_counts
 
 # Not a multiple of the SQLite chunk: full chunks, then a padded one.
 GROUP = bulk.SqliteBulk().chunk * 2 + 452
@@ -18,14 +17,7 @@ GROUP = bulk.SqliteBulk().chunk * 2 + 452
 def held_writer(open_store, url: str):
     """A journal whose writer waits after its first commit until `release` is set, so that
     everything submitted meanwhile goes into one transaction."""
-    entered, release = threading.Event(), threading.Event()
-
-    def post(callback, *args):
-        if not entered.is_set():
-            entered.set()
-            release.wait(20)
-        callback(*args)
-
+    post, entered, release = held_post()
     return open_store(url, post), entered, release
 
 

@@ -1,7 +1,6 @@
 """The journal on both back-ends: what is committed comes back, once, in order."""
 from __future__ import annotations
 
-import threading
 
 import pytest
 
@@ -20,6 +19,7 @@ from hermod.broker.core.ports import (
 from hermod.store import StoreClosed, UnknownQueue
 from store_testing import (
     Completions,
+    held_post,
     message,
     queue,
     send,
@@ -163,13 +163,7 @@ def test_deleted_address_does_not_come_back(store_url, open_store):
 
 
 def test_group_commit_puts_waiting_units_in_one_transaction(store_url, open_store):
-    entered, release = threading.Event(), threading.Event()
-
-    def post(callback, *args):
-        if not entered.is_set():  # hold the writer after its first commit
-            entered.set()
-            release.wait(10)
-        callback(*args)
+    post, entered, release = held_post()  # the rest of the units group
 
     journal = open_store(store_url, post)
     completions = Completions()
@@ -237,13 +231,7 @@ def test_read_page_sees_the_units_submitted_before_it(store_url, open_store):
 
 
 def test_a_faulty_unit_fails_alone_and_its_neighbours_commit(store_url, open_store):
-    entered, release = threading.Event(), threading.Event()
-
-    def post(callback, *args):
-        if not entered.is_set():
-            entered.set()
-            release.wait(10)
-        callback(*args)
+    post, entered, release = held_post()  # the rest of the units group
 
     journal = open_store(store_url, post)
     completions = Completions()
@@ -303,13 +291,7 @@ def test_statistics_describe_the_commits(store_url, open_store):
 
 
 def test_a_message_gone_in_an_earlier_unit_of_the_group_stays_gone(store_url, open_store):
-    entered, release = threading.Event(), threading.Event()
-
-    def post(callback, *args):
-        if not entered.is_set():
-            entered.set()
-            release.wait(10)
-        callback(*args)
+    post, entered, release = held_post()  # the rest of the units group
 
     journal = open_store(store_url, post)
     completions = Completions()

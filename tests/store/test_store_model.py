@@ -8,7 +8,6 @@ unit that took its last reference.
 """
 from __future__ import annotations
 
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,7 +25,7 @@ from hermod.broker.core.ports import (
 from hermod.store import SqlJournal, UnknownQueue, schema
 from hermod.store.engine import make_engine
 from hermod.store.models import messages
-from store_testing import Completions, message, queue
+from store_testing import Completions, held_post, message, queue
 
 QUEUE_NAMES = [f"q{i}" for i in range(4)]
 
@@ -146,13 +145,7 @@ def test_grouped_commits_equal_units_applied_one_by_one(migrated_url, data):
 
     engine = make_engine(migrated_url)
     _empty(engine)
-    entered, release = threading.Event(), threading.Event()
-
-    def post(callback, *args):  # hold the writer after the first commit so the rest group
-        if not entered.is_set():
-            entered.set()
-            release.wait(10)
-        callback(*args)
+    post, entered, release = held_post()  # the rest of the units group
 
     journal = SqlJournal(engine, post)
     try:
