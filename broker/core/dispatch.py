@@ -100,6 +100,7 @@ class Dispatch(QueueState):
         backlog = self.backlog
         now = 0
         general = False
+        send, in_flight = c.link.send, c.in_flight  # once a pass (figure: Connection.process)
         while backlog.count and c.credit > 0 and not c.blocked:
             refs = backlog.take(c.credit)
             n = len(refs)
@@ -124,10 +125,10 @@ class Dispatch(QueueState):
                             continue
                     ref.delivery_count += 1
                     ref.consumer = c
-                    c.in_flight[ref] = None
+                    in_flight[ref] = None
                     c.credit -= 1
                     self.delivering += 1
-                    c.link.send(c, ref)
+                    send(c, ref)
             finally:
                 if i < n:
                     backlog.restore(refs[i:])

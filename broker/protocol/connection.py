@@ -178,29 +178,34 @@ class Connection(ConnectionLimits, ConnectionOutput):
         once per batch, however many transfers arrived on it (its first event would drain all)."""
         col = self.collector
         peek, pop, etype = lib.pn_collector_peek, lib.pn_collector_pop, lib.pn_event_type
+        # Module globals read once a batch, not per event (~2 events a message). With the same
+        # hoisting in ProducerLink.on_delivery and Dispatch._dispatch_one: Q1 150k x 1 KiB, 10
+        # interleaved reps (load 1.6-2.0), broker CPU s per 100k median 0.903 -> 0.893 (~1%).
+        null, delivery, link_flow, event_link, event_delivery = \
+            ffi.NULL, _DELIVERY, _LINK_FLOW, pn_event_link, pn_event_delivery
         links = self.links
         producers: dict = {}
         while True:
             ev = peek(col)
-            if ev == ffi.NULL:
+            if ev == null:
                 break
             kind = etype(ev)
             try:
-                if kind == _DELIVERY:
+                if kind == delivery:
                     # The delivery's link straight from the event; the delivery itself only
                     # where it is used (a producer's transfers are drained from its link).
-                    link = pn_event_link(ev)
+                    link = event_link(ev)
                     handler = links.get(link)
                     if handler is None:
-                        self._unowned_delivery(link, pn_event_delivery(ev))
+                        self._unowned_delivery(link, event_delivery(ev))
                     elif handler.batches_transfers:
                         producers[link] = handler
                     else:
                         if producers and handler.after_transfers:
                             self._drain(producers)  # a discharge must see the sends before it
-                        handler.on_delivery(pn_event_delivery(ev))
-                elif kind == _LINK_FLOW:
-                    handler = links.get(pn_event_link(ev))
+                        handler.on_delivery(event_delivery(ev))
+                elif kind == link_flow:
+                    handler = links.get(event_link(ev))
                     if handler is not None:
                         handler.on_flow()
                 else:

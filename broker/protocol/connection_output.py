@@ -75,24 +75,39 @@ class ConnectionOutput:
         hold = self.store_hold
         wrote = hold.holding and hold.release(write)
         tap = None if self.frame_tap.output_passes() else self.frame_tap.outgoing
+        server = self.server
+        pending_of, peek, pop = lib.pn_transport_pending, lib.pn_transport_peek, lib.pn_transport_pop
+        want = 0
         while True:
-            pending = lib.pn_transport_pending(t)
-            if pending < 0:
-                if hold.holding:
-                    break  # the close goes once what it answers is stored
+            pending = pending_of(t)
+            if pending <= 0:
+                break
+            # Proton hands out at most the peer's max-frame-size per peek (32 KiB by default):
+            # the pieces are gathered in the shared buffer and written at once, one socket write
+            # a flush rather than one a frame's worth. Q1 100k x 1 KiB: 4,007 -> 846 sendto
+            # calls; broker CPU s per 100k (8 interleaved reps of 150k, load 0.9-3.4, with the
+            # hoisting in connection/producer/dispatch) mean 0.952 -> 0.920, medians 0.933 both.
+            out, size = server.out_buffer(max(pending, want))
+            filled = 0
+            while pending > 0 and filled < size:
+                n = peek(t, out + filled, min(pending, size - filled))
+                if n < 0:
+                    break
+                pop(t, n)
+                filled += n
+                pending = pending_of(t)
+            if filled:
+                data = ffi.buffer(out, filled)[:]
+                wrote = hold.write(data if tap is None else tap(data), write) or wrote
+            if pending <= 0 or filled < size:
+                break
+            want = size * 2  # the buffer was too small for this flush: grow it (up to OUT_CHUNK)
+        if pending < 0:
+            if not hold.holding:
                 # Output side done: everything is written.
                 self.socket.close()
                 self.closed = True
                 return
-            if pending == 0:
-                break
-            out, size = self.server.out_buffer(pending)
-            n = lib.pn_transport_peek(t, out, min(pending, size))
-            if n < 0:
-                break
-            data = ffi.buffer(out, n)[:]
-            wrote = hold.write(data if tap is None else tap(data), write) or wrote
-            lib.pn_transport_pop(t, n)
         if wrote and self._keepalive_s:
             self._last_write = self.server.loop.time()
         if self.out_room != OUTPUT_BUDGET or hold.held_bytes:

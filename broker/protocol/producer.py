@@ -155,6 +155,9 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         link = self.link
         current, partial, pending_of, recv, null = pn_link_current, pn_delivery_partial, pn_delivery_pending, \
             pn_link_recv, ffi.NULL
+        # Globals and attributes the loop reads per transfer, read once a batch (the
+        # figure: Connection.process).
+        advance, buf, buf_size, max_size, receive = pn_link_advance, scratch, SCRATCH_SIZE, self.max_size, self.receive
         allowed = pn_link_credit(link)
         over = pn_link_queued(link) > allowed
         d = current(link)
@@ -174,17 +177,17 @@ class ProducerLink(ProducerRoutes, LinkHandler):
                 data = self._take_rest(pending)
                 if data is None:
                     return
-            elif pending > self.max_size:
+            elif pending > max_size:
                 self._too_big(pending)
                 return
-            elif pending <= SCRATCH_SIZE:
-                got = recv(link, scratch, pending)
-                data = unpack(scratch, got) if got > 0 else b""
+            elif pending <= buf_size:
+                got = recv(link, buf, pending)
+                data = unpack(buf, got) if got > 0 else b""
             else:
                 data = receive_bytes(link, pending)
-            pn_link_advance(link)
+            advance(link)
             allowed -= 1
-            self.receive(d, data)
+            receive(d, data)
             d = current(link)
         if not self.active:
             return  # ended above (a multi-frame transfer grew too big)
