@@ -43,6 +43,21 @@ def annotated_head(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
     annotations section (delivery annotations are dropped), and the envelope of the copy
     whose bare message follows that head. `front` holds the original at least up to its
     bare message (`env` reads it)."""
+    header, entries, annotations = _copy_entries(front, env, extra, drop)
+    if not entries:
+        return header, env.shifted(len(header), annotations or None, -1, len(header))
+    body = b"".join(entries)
+    count = len(entries) * 2
+    if len(body) + 1 < 256 and count < 256:
+        head = b"".join((header, b"\x00\x53\x72\xc1", bytes((len(body) + 1, count)), body))
+    else:
+        head = header + _annotations_section(entries)
+    return head, env.shifted(len(header), annotations, len(header), len(head))
+
+
+def _copy_entries(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, list[bytes], dict]:
+    """A copy's header, its encoded annotation entries (the original's kept ones, then `extra`'s
+    in order) and its annotations (`annotated_head`)."""
     header = front[:env.header_end]
     original = env.annotations
     if env.annotations_at >= 0 and (original is None or any(k not in extra and k not in drop for k in original)):
@@ -58,15 +73,51 @@ def annotated_head(front: bytes, env: Envelope, extra: dict, drop: tuple[str, ..
         entry = cached.get((k, v)) if type(v) is str else None
         entries.append(entry if entry is not None else _encoded_entry(k, v))
         annotations[symbols.get(k) or _symbol_key(k)] = v
-    if not entries:
-        return header, env.shifted(len(header), annotations or None, -1, len(header))
-    body = b"".join(entries)
-    count = len(entries) * 2
-    if len(body) + 1 < 256 and count < 256:
-        head = b"".join((header, b"\x00\x53\x72\xc1", bytes((len(body) + 1, count)), body))
-    else:
-        head = header + _annotations_section(entries)
-    return head, env.shifted(len(header), annotations, len(header), len(head))
+    return header, entries, annotations
+
+
+class CopyHeads:
+    """The heads (`annotated_head`) of copies of one original that differ only in the value of
+    one annotation, `key`: the divert copies of one send, whose `x-opt-ORIG-QUEUE` names each
+    divert. The header and every other entry are encoded once; a copy's head is those bytes
+    with its own entry spliced in, the very bytes `annotated_head` writes.
+
+    Made for one send's routing and dropped with it (`RoutingContext`), so it holds one
+    original's head for the length of a send, whatever the original carries."""
+
+    __slots__ = ("_env", "_header", "_before", "_after", "_fixed", "_count", "_annotations", "_key",
+                 "_symbol", "__weakref__")
+
+    def __init__(self, front: bytes, env: Envelope, extra: dict, key: str, drop: tuple[str, ...] = ()):
+        header, entries, annotations = _copy_entries(front, env, extra, drop)
+        at = len(entries) - len(extra) + list(extra).index(key)
+        self._env = env
+        self._header = header
+        self._before = b"".join(entries[:at])
+        self._after = b"".join(entries[at + 1:])
+        self._fixed = len(self._before) + len(self._after) + 1  # + the map's count byte
+        self._count = len(entries) * 2
+        self._annotations = annotations  # the key's place kept: the copy's order is annotated_head's
+        self._key = key
+        self._symbol = _SYMBOL_KEYS.get(key) or _symbol_key(key)
+
+    def head(self, value: str) -> tuple[bytes, Envelope]:
+        """The head and envelope of the copy whose `key` annotation is `value` (a string)."""
+        key = self._key
+        entry = _ENTRIES.get((key, value)) or _encoded_entry(key, value)
+        header = self._header
+        size = self._fixed + len(entry)
+        count = self._count
+        if size < 256 and count < 256:
+            head = b"".join((header, b"\x00\x53\x72\xc1", bytes((size, count)), self._before, entry,
+                             self._after))
+        else:
+            head = b"".join((header, b"\x00\x53\x72\xd1", struct.pack(">II", size + 3, count), self._before,
+                             entry, self._after))
+        annotations = self._annotations.copy()
+        annotations[self._symbol] = value
+        at = len(header)
+        return head, self._env.shifted(at, annotations, at, len(head))
 
 
 def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:
