@@ -107,12 +107,18 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
             shared = context.copies_of = (message, heads(front, message.envelope, orig_annotations(message, via),
                                                          ORIG_QUEUE), base, bare_at)
         head, envelope = shared[1](via)
+        # Due and expiring when the original is (same header, properties and arrival): not
+        # read again from the copy's sections at its enqueue and each dispatch (a transformer
+        # may change them: its copy's expiry is read from what it returns). With the head's
+        # envelope inline and the copy's size kept: live fanout 9.11 -> 8.65 µs of broker CPU
+        # a delivery (10 diverts, all consumed, 3 interleaved, load 1.4-3.4).
         copy: Message = SharedBodyCopy(head, shared[2], shared[3], envelope, target, message.container_id,
-                                       message.arrival)
-    else:
-        annotate = host.annotate
-        assert annotate is not None, "a post office with diverts has the codec's annotate"
-        copy = annotate(message, orig_annotations(message, via), target)
+                                       message.arrival, routing_type, host.next_message_id(), message.hops + 1,
+                                       message.scheduled_time, message.expiration if transformer is None else None)
+        return copy if transformer is None else _transformed(copy, via, transformer)
+    annotate = host.annotate
+    assert annotate is not None, "a post office with diverts has the codec's annotate"
+    copy = annotate(message, orig_annotations(message, via), target)
     copy.routing_type = routing_type
     copy.id = host.next_message_id()
     copy.hops = message.hops + 1
@@ -120,13 +126,16 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     # it is due when the original is (not read again from its annotations at each enqueue):
     # 5.74 -> 5.46 µs a copy (in process, medians of 3 interleaved pairs).
     copy._scheduled = message.scheduled_time
-    if transformer is not None:
-        try:
-            copy = transformer(copy)
-        except Exception:  # noqa: BLE001 - a user's transformer must not break routing
-            log.exception("transformer of %s failed; the copy is not forwarded", via)
-            return None
-    return copy
+    return copy if transformer is None else _transformed(copy, via, transformer)
+
+
+def _transformed(copy: Message, via: str, transformer: Callable[[Message], Message]) -> Message | None:
+    """What a divert's transformer makes of its copy (None: it failed; logged)."""
+    try:
+        return transformer(copy)
+    except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+        log.exception("transformer of %s failed; the copy is not forwarded", via)
+        return None
 
 
 ORIG_QUEUE = "x-opt-ORIG-QUEUE"

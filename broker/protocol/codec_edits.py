@@ -85,13 +85,12 @@ class CopyHeads:
     Made for one send's routing and dropped with it (`RoutingContext`), so it holds one
     original's head for the length of a send, whatever the original carries."""
 
-    __slots__ = ("_env", "_header", "_before", "_after", "_fixed", "_count", "_annotations", "_key",
-                 "_symbol", "__weakref__")
+    __slots__ = ("_header", "_before", "_after", "_fixed", "_count", "_annotations", "_key", "_symbol",
+                 "_same", "_bare_at", "_properties_at", "_app_properties_at", "__weakref__")
 
     def __init__(self, front: bytes, env: Envelope, extra: dict, key: str, drop: tuple[str, ...] = ()):
         header, entries, annotations = _copy_entries(front, env, extra, drop)
         at = len(entries) - len(extra) + list(extra).index(key)
-        self._env = env
         self._header = header
         self._before = b"".join(entries[:at])
         self._after = b"".join(entries[at + 1:])
@@ -100,6 +99,9 @@ class CopyHeads:
         self._annotations = annotations  # the key's place kept: the copy's order is annotated_head's
         self._key = key
         self._symbol = _SYMBOL_KEYS.get(key) or _symbol_key(key)
+        at = len(header)
+        self._same = (env.durable, env.priority, env.ttl, env.first_acquirer, at, at, env.properties_count)
+        self._bare_at, self._properties_at, self._app_properties_at = env.bare_at, env.properties_at, env.app_properties_at
 
     def head(self, value: str) -> tuple[bytes, Envelope]:
         """The head and envelope of the copy whose `key` annotation is `value` (a string)."""
@@ -116,8 +118,20 @@ class CopyHeads:
                              entry, self._after))
         annotations = self._annotations.copy()
         annotations[self._symbol] = value
-        at = len(header)
-        return head, self._env.shifted(at, annotations, at, len(head))
+        # The copy's envelope (`Envelope.shifted`, inline): only where the bare message starts
+        # differs between copies, by the length of their entry.
+        env = _new_envelope(Envelope)
+        (env.durable, env.priority, env.ttl, env.first_acquirer, env.header_end, env.annotations_at,
+         env.properties_count) = self._same
+        env.annotations = annotations
+        bare_at = env.bare_at = len(head)
+        delta = bare_at - self._bare_at
+        env.properties_at = self._properties_at + delta if self._properties_at >= 0 else -1
+        env.app_properties_at = self._app_properties_at + delta if self._app_properties_at >= 0 else -1
+        return head, env
+
+
+_new_envelope = Envelope.__new__
 
 
 def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:

@@ -211,14 +211,19 @@ def _routed(annotations: dict, config: str = CHAIN, recorded: list | None = None
         po.copy_heads = recording
     out = []
     for annotation_set in (annotations, dict(annotations, **{"x-keep": "other"})):
-        pm = proton.Message(body=b"body", address="a", properties={"k": 1})
+        pm = proton.Message(body=b"body", address="a", properties={"k": 1}, ttl=30)
         pm.annotations = annotation_set
         buf = pm.encode()
-        plan = po.route(Message(buf, codec.Envelope(buf), "a", None, "c", 0), "a", None)
+        plan = po.route(Message(buf, codec.Envelope(buf), "a", None, "c", 1_000), "a", None)
         for message, queues in plan:
             decoded = proton.Message()
-            decoded.decode(message.encoded)
+            encoded = message.encoded
+            decoded.decode(encoded)
             assert decoded.body == b"body"
+            # what a copy took from its original (expiry, due time, size) is what its bytes say
+            parsed = Message(encoded, codec.Envelope(encoded), "x", None, "c", 1_000)
+            assert (message.expiration, message.scheduled_time, message.size) == (31_000, 0, len(encoded)) \
+                == (parsed.expiration, parsed.scheduled_time, parsed.size)
             out.append(([q.name for q in queues], decoded.annotations))
         del plan
     return out
@@ -255,3 +260,16 @@ def test_the_shared_heads_of_a_hostile_original_go_with_its_send():
     assert all(sum(k.startswith("x-big") for k in a) == 64 for _q, a in got)
     assert len(recorded) == 2  # once per send, not once per copy
     assert [r() for r in recorded] == [None, None]
+
+
+def test_a_shared_body_copy_given_whole_bytes_has_their_size():
+    """`size` is kept on a shared-body copy (not summed at each enqueue and ack): a copy whose
+    bytes are replaced (a transformer, the store) counts the new ones."""
+    from hermod.broker.core.message import SharedBodyCopy
+
+    buf = proton.Message(body=b"b" * 100).encode()
+    env = codec.Envelope(buf)
+    copy = SharedBodyCopy(b"", buf, 0, env, "a")
+    assert copy.size == len(buf) == len(copy.encoded)
+    copy.encoded = buf + b"\x00\x53\x78\x40"  # a footer more
+    assert copy.size == len(buf) + 4 == len(copy.encoded)
