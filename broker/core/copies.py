@@ -103,18 +103,12 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     if heads is not None and context is not None:
         shared = context.copies_of
         if shared is None or shared[0] is not message:
-            front, base, bare_at = message.parts()
-            shared = context.copies_of = (message, heads(front, message.envelope, orig_annotations(message, via),
-                                                         ORIG_QUEUE), base, bare_at)
-        head, envelope = shared[1](via)
-        # Due and expiring when the original is (same header, properties and arrival): not
-        # read again from the copy's sections at its enqueue and each dispatch (a transformer
-        # may change them: its copy's expiry is read from what it returns). With the head's
-        # envelope inline and the copy's size kept: live fanout 9.11 -> 8.65 µs of broker CPU
-        # a delivery (10 diverts, all consumed, 3 interleaved, load 1.4-3.4).
-        copy: Message = SharedBodyCopy(head, shared[2], shared[3], envelope, target, message.container_id,
-                                       message.arrival, routing_type, host.next_message_id(), message.hops + 1,
-                                       message.scheduled_time, message.expiration if transformer is None else None)
+            shared = context.copies_of = _shared_part(heads, message, via)
+        _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
+        head, envelope = head_of(via)
+        copy: Message = SharedBodyCopy(head, base, bare_at, envelope, target, container_id, arrival, routing_type,
+                                       host.next_message_id(), hops, scheduled,
+                                       expiration if transformer is None else None)
         return copy if transformer is None else _transformed(copy, via, transformer)
     annotate = host.annotate
     assert annotate is not None, "a post office with diverts has the codec's annotate"
@@ -127,6 +121,21 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     # 5.74 -> 5.46 µs a copy (in process, medians of 3 interleaved pairs).
     copy._scheduled = message.scheduled_time
     return copy if transformer is None else _transformed(copy, via, transformer)
+
+
+def _shared_part(heads: Callable, message: Message, via: str) -> tuple:
+    """What every divert copy of `message` in one send takes from it, read once: the codec's
+    heads of its copies, its shared body, and the fields a copy has as its original has them.
+    Due and expiring when the original is (same header, properties and arrival): not read
+    again from each copy's sections at its enqueue and each dispatch (a transformer may
+    change them: its copy's expiry is read from what it returns). With the head's envelope
+    inline and the copy's size kept: live fanout 9.11 -> 8.65 µs of broker CPU a delivery
+    (10 diverts, all consumed, 3 interleaved, load 1.4-3.4); read once a send rather than at
+    each copy, with a small copy's bytes joined by concatenation: 3.96 -> 3.79 µs a copy in
+    process, 8.80 -> 8.67 µs a delivery live (5 interleaved, load 2-3)."""
+    front, base, bare_at = message.parts()
+    return (message, heads(front, message.envelope, orig_annotations(message, via), ORIG_QUEUE), base, bare_at,
+            message.container_id, message.arrival, message.hops + 1, message.scheduled_time, message.expiration)
 
 
 def _transformed(copy: Message, via: str, transformer: Callable[[Message], Message]) -> Message | None:

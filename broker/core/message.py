@@ -199,7 +199,12 @@ class SharedBodyCopy(Message):
 
     @property
     def encoded(self) -> bytes:
-        return b"".join((self.head, memoryview(self.base)[self.bare_at:]))
+        # Two copies of a small body (slice, concatenation) cost less than the view a join
+        # needs to make one: 241 -> 139 ns for 1 KiB (timeit); from ~16 KiB on the join wins.
+        base, bare_at = self.base, self.bare_at
+        if len(base) - bare_at <= 8192:
+            return self.head + base[bare_at:]
+        return b"".join((self.head, memoryview(base)[bare_at:]))
 
     @encoded.setter
     def encoded(self, value: bytes) -> None:  # a whole message: nothing shared any more
