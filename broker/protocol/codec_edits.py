@@ -85,13 +85,14 @@ class CopyHeads:
     Made for one send's routing and dropped with it (`RoutingContext`), so it holds one
     original's head for the length of a send, whatever the original carries."""
 
-    __slots__ = ("_header", "_before", "_after", "_fixed", "_count", "_annotations", "_key", "_symbol",
+    __slots__ = ("_header", "_lead", "_before", "_after", "_fixed", "_count", "_annotations", "_key", "_symbol",
                  "_same", "_bare_at", "_properties_at", "_app_properties_at", "__weakref__")
 
     def __init__(self, front: bytes, env: Envelope, extra: dict, key: str, drop: tuple[str, ...] = ()):
         header, entries, annotations = _copy_entries(front, env, extra, drop)
         at = len(entries) - len(extra) + list(extra).index(key)
         self._header = header
+        self._lead = header + b"\x00\x53\x72\xc1"
         self._before = b"".join(entries[:at])
         self._after = b"".join(entries[at + 1:])
         self._fixed = len(self._before) + len(self._after) + 1  # + the map's count byte
@@ -107,14 +108,12 @@ class CopyHeads:
         """The head and envelope of the copy whose `key` annotation is `value` (a string)."""
         key = self._key
         entry = _ENTRIES.get((key, value)) or _encoded_entry(key, value)
-        header = self._header
         size = self._fixed + len(entry)
         count = self._count
-        if size < 256 and count < 256:
-            head = b"".join((header, b"\x00\x53\x72\xc1", bytes((size, count)), self._before, entry,
-                             self._after))
+        if size < 256 and count < 256:  # the lead: the header and the section's descriptor
+            head = b"".join((self._lead, _SIZE_COUNT8(size, count), self._before, entry, self._after))
         else:
-            head = b"".join((header, b"\x00\x53\x72\xd1", struct.pack(">II", size + 3, count), self._before,
+            head = b"".join((self._header, b"\x00\x53\x72\xd1", struct.pack(">II", size + 3, count), self._before,
                              entry, self._after))
         annotations = self._annotations.copy()
         annotations[self._symbol] = value
@@ -124,7 +123,7 @@ class CopyHeads:
         (env.durable, env.priority, env.ttl, env.first_acquirer, env.header_end, env.annotations_at,
          env.properties_count) = self._same
         env.annotations = annotations
-        bare_at = env.bare_at = len(head)
+        env.bare_at = bare_at = len(head)
         delta = bare_at - self._bare_at
         env.properties_at = self._properties_at + delta if self._properties_at >= 0 else -1
         env.app_properties_at = self._app_properties_at + delta if self._app_properties_at >= 0 else -1
@@ -132,6 +131,7 @@ class CopyHeads:
 
 
 _new_envelope = Envelope.__new__
+_SIZE_COUNT8 = struct.Struct("BB").pack  # a map8's size and count: 90 -> 49 ns (timeit)
 
 
 def _expiry_cleared_copy(buf: bytes, env: Envelope, extra: dict, drop: tuple[str, ...]) -> tuple[bytes, Envelope]:
