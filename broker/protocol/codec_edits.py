@@ -92,7 +92,7 @@ class CopyHeads:
         header, entries, annotations = _copy_entries(front, env, extra, drop)
         at = len(entries) - len(extra) + list(extra).index(key)
         self._header = header
-        self._lead = header + b"\x00\x53\x72\xc1"
+        self._lead = b"".join((header, b"\x00\x53\x72\xc1"))  # `front` may be any bytes-like
         self._before = b"".join(entries[:at])
         self._after = b"".join(entries[at + 1:])
         self._fixed = len(self._before) + len(self._after) + 1  # + the map's count byte
