@@ -115,14 +115,15 @@ class CopyHeads:
         else:
             head = b"".join((self._header, b"\x00\x53\x72\xd1", struct.pack(">II", size + 3, count), self._before,
                              entry, self._after))
-        annotations = self._annotations.copy()
-        annotations[self._symbol] = value
         # The copy's envelope (`Envelope.shifted`, inline): only where the bare message starts
-        # differs between copies, by the length of their entry.
-        env = _new_envelope(Envelope)
+        # differs between copies, by the length of their entry; its annotations are made when
+        # read (`_CopyEnvelope`).
+        env = _new_envelope(_CopyEnvelope)
         (env.durable, env.priority, env.ttl, env.first_acquirer, env.header_end, env.annotations_at,
          env.properties_count) = self._same
-        env.annotations = annotations
+        env._shared = self._annotations
+        env._key = self._symbol
+        env._value = value
         env.bare_at = bare_at = len(head)
         delta = bare_at - self._bare_at
         env.properties_at = self._properties_at + delta if self._properties_at >= 0 else -1
@@ -130,6 +131,32 @@ class CopyHeads:
         return head, env
 
 
+class _CopyEnvelope(Envelope):
+    """The envelope of a `CopyHeads` copy: its annotations dict (the copies' shared one with
+    the copy's own value of the key) is made on first read, which few copies see (selectors on
+    annotations, management, a copy of the copy): 0.51 -> 0.43 µs a head (timeit), and no dict
+    per waiting copy: 3.71 -> 3.59 µs a copy in process, 5.23 -> 4.30 µs live with 300k copies
+    queued (`divert_copies.py --only copy|fill`, 5 interleaved, load 1.4-3). Read and set as
+    any envelope's."""
+
+    __slots__ = ("_shared", "_key", "_value")
+
+    @property
+    def annotations(self) -> dict | None:
+        try:
+            return _ANNOTATIONS_SLOT.__get__(self, Envelope)
+        except AttributeError:  # not read yet
+            annotations = self._shared.copy()
+            annotations[self._key] = self._value
+            _ANNOTATIONS_SLOT.__set__(self, annotations)
+            return annotations
+
+    @annotations.setter
+    def annotations(self, value: dict | None) -> None:
+        _ANNOTATIONS_SLOT.__set__(self, value)
+
+
+_ANNOTATIONS_SLOT = Envelope.__dict__["annotations"]  # the slot `_CopyEnvelope.annotations` keeps
 _new_envelope = Envelope.__new__
 _SIZE_COUNT8 = struct.Struct("BB").pack  # a map8's size and count: 90 -> 49 ns (timeit)
 

@@ -149,6 +149,19 @@ def test_copy_heads_are_the_heads_annotated_head_writes(original, value):
     assert decoded.annotations["x-opt-ORIG-QUEUE"] == value and decoded.body == b"x" * 300
 
 
+def test_copy_heads_envelopes_make_their_annotations_when_read_each_its_own():
+    buf = proton.Message(body=b"x").encode()
+    heads = codec_edits.CopyHeads(buf, codec.Envelope(buf), _ORIG, "x-opt-ORIG-QUEUE")
+    first, second = heads.head("p")[1], heads.head("q")[1]
+    assert isinstance(first, codec.Envelope)
+    assert first.annotations["x-opt-ORIG-QUEUE"] == "p" and second.annotations["x-opt-ORIG-QUEUE"] == "q"
+    assert first.annotations is first.annotations  # made once
+    first.annotations["x-added"] = 1
+    assert "x-added" not in second.annotations and "x-added" not in heads.head("r")[1].annotations
+    second.annotations = None
+    assert second.annotations is None
+
+
 def test_copies_of_two_originals_that_differ_in_one_annotation_each_carry_their_own():
     """Each original gets its own heads: nothing of one original's is spliced into another's
     copies (they differ only in one kept annotation, and in nothing the copies set)."""
