@@ -36,11 +36,14 @@ RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page
 RECOVERY_MEMORY_SHARE = 0.5  # of the memory limit, for all the messages recovery reads
 
 
+_DROP = ("x-opt-routing-type",)  # a copy takes the routing type its target gives it
+
+
 def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = False) -> Message:
     """A copy of `message` with message annotations added, addressed to `address` (the codec
     rewrites only the annotations section, and the expiry fields when asked; the rest stays
     byte for byte, and is shared with the original unless the expiry fields change)."""
-    drop = ("x-opt-routing-type",)
+    drop = _DROP
     envelope = message.envelope
     if clear_expiry and (envelope.ttl or envelope.properties_count > 8):
         encoded, envelope = codec_edits.annotated_copy(message.encoded, envelope, extra, drop=drop, clear_expiry=True)
@@ -48,6 +51,12 @@ def _annotate(message: Message, extra: dict, address: str, clear_expiry: bool = 
     front, base, bare_at = message.parts()
     head, envelope = codec_edits.annotated_head(front, envelope, extra, drop)
     return SharedBodyCopy(head, base, bare_at, envelope, address, message.container_id, message.arrival)
+
+
+def _copy_heads(front: bytes, envelope, extra: dict, key: str):
+    """`PostOffice`'s `copy_heads`: the heads of copies that differ only in annotation `key`,
+    made as `_annotate` makes a copy's (`codec_edits.CopyHeads`)."""
+    return codec_edits.CopyHeads(front, envelope, extra, key, _DROP).head
 
 
 def address_settings(config: Config, virtual_topics) -> SettingsRepository:
@@ -66,7 +75,7 @@ class Broker:
         self.virtual_topics = routing.virtual_topics(config)
         self.postoffice = PostOffice(
             address_settings(config, self.virtual_topics), self.journal, defer=defer,
-            annotate=_annotate, compile_filter=self.compile_filter, call_at=call_at,
+            annotate=_annotate, copy_heads=_copy_heads, compile_filter=self.compile_filter, call_at=call_at,
             spool=FileSpool())
         self.management_address = MANAGEMENT_ADDRESS
         self.management = Management(self, ManagementCodec())

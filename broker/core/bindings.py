@@ -191,12 +191,13 @@ class RoutingContext:
     target is already on that way is in a cycle, and its copy is dead-lettered. Two diverts
     that reach one address along different ways each deliver their copy there."""
 
-    __slots__ = ("postoffice", "plan", "path")
+    __slots__ = ("postoffice", "plan", "path", "copies_of")
 
     def __init__(self, postoffice: PostOffice):
         self.postoffice = postoffice
         self.plan: Plan = []
         self.path: list[str] = []  # at most MAX_FORWARD_HOPS + 1 names: a list scan is cheap
+        self.copies_of: tuple | None = None  # the divert copies' shared part (`copies.divert_copy`)
 
     def dead_letter(self, message: Message, via: str) -> None:
         """A copy of `message` to the dead-letter address of its own address, into this plan."""

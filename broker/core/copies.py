@@ -20,10 +20,11 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
-from .message import ANYCAST, Message
+from .message import ANYCAST, Message, SharedBodyCopy
 from .kinds import QueuePurpose
 
 if TYPE_CHECKING:
+    from .bindings import RoutingContext
     from .consumer import Ref
     from .ports import CopyHost, Done, Plan
 
@@ -88,9 +89,27 @@ def plan_copy(host: CopyHost, message: Message, via: str, target: str, extra: di
 
 
 def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing_type: str | None,
-                transformer: Callable[[Message], Message] | None = None) -> Message | None:
+                transformer: Callable[[Message], Message] | None = None,
+                context: RoutingContext | None = None) -> Message | None:
     """The copy a divert named `via` forwards to `target` (None: its transformer failed, and
-    the copy is not forwarded; the failure is logged)."""
+    the copy is not forwarded; the failure is logged).
+
+    The copies one send's diverts make of one original differ only in `x-opt-ORIG-QUEUE`: the
+    codec's `copy_heads` encodes the rest of their head once, kept in the send's `context`
+    with the original's shared body, and each copy splices its own entry in: 4.65 -> 3.85 µs
+    a copy in process (`divert_copies.py --only copy`, medians of 5 interleaved), 5.8 -> 5.0 µs
+    of live broker CPU with the copy's enqueue (`--only fill`, 3 interleaved, load 1-1.7)."""
+    heads = host.copy_heads
+    if heads is not None and context is not None:
+        shared = context.copies_of
+        if shared is None or shared[0] is not message:
+            shared = context.copies_of = _shared_part(heads, message, via)
+        _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
+        head, envelope = head_of(via)
+        copy: Message = SharedBodyCopy(head, base, bare_at, envelope, target, container_id, arrival, routing_type,
+                                       host.next_message_id(), hops, scheduled,
+                                       expiration if transformer is None else None)
+        return copy if transformer is None else _transformed(copy, via, transformer)
     annotate = host.annotate
     assert annotate is not None, "a post office with diverts has the codec's annotate"
     copy = annotate(message, orig_annotations(message, via), target)
@@ -101,19 +120,40 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     # it is due when the original is (not read again from its annotations at each enqueue):
     # 5.74 -> 5.46 µs a copy (in process, medians of 3 interleaved pairs).
     copy._scheduled = message.scheduled_time
-    if transformer is not None:
-        try:
-            copy = transformer(copy)
-        except Exception:  # noqa: BLE001 - a user's transformer must not break routing
-            log.exception("transformer of %s failed; the copy is not forwarded", via)
-            return None
-    return copy
+    return copy if transformer is None else _transformed(copy, via, transformer)
+
+
+def _shared_part(heads: Callable, message: Message, via: str) -> tuple:
+    """What every divert copy of `message` in one send takes from it, read once: the codec's
+    heads of its copies, its shared body, and the fields a copy has as its original has them.
+    Due and expiring when the original is (same header, properties and arrival): not read
+    again from each copy's sections at its enqueue and each dispatch (a transformer may
+    change them: its copy's expiry is read from what it returns). With the head's envelope
+    inline and the copy's size kept: live fanout 9.11 -> 8.65 µs of broker CPU a delivery
+    (10 diverts, all consumed, 3 interleaved, load 1.4-3.4); read once a send rather than at
+    each copy, with a small copy's bytes joined by concatenation: 3.96 -> 3.79 µs a copy in
+    process, 8.80 -> 8.67 µs a delivery live (5 interleaved, load 2-3)."""
+    front, base, bare_at = message.parts()
+    return (message, heads(front, message.envelope, orig_annotations(message, via), ORIG_QUEUE), base, bare_at,
+            message.container_id, message.arrival, message.hops + 1, message.scheduled_time, message.expiration)
+
+
+def _transformed(copy: Message, via: str, transformer: Callable[[Message], Message]) -> Message | None:
+    """What a divert's transformer makes of its copy (None: it failed; logged)."""
+    try:
+        return transformer(copy)
+    except Exception:  # noqa: BLE001 - a user's transformer must not break routing
+        log.exception("transformer of %s failed; the copy is not forwarded", via)
+        return None
+
+
+ORIG_QUEUE = "x-opt-ORIG-QUEUE"
 
 
 def orig_annotations(message: Message, via: str) -> dict:
     """The `x-opt-ORIG-*` annotations a forwarded or dead-lettered copy carries."""
     extra = {"x-opt-ORIG-ADDRESS": message.address, "x-opt-ORIG-MESSAGE-ID": message.id,
-             "x-opt-ORIG-QUEUE": via}
+             ORIG_QUEUE: via}
     if message.routing_type is not None:
         extra["x-opt-ORIG-ROUTING-TYPE"] = 1 if message.routing_type == ANYCAST else 0
     return extra

@@ -138,7 +138,7 @@ class Divert:
                 rt = None
             elif rt == PASS:
                 rt = message.routing_type
-            copy = divert_copy(po, message, self.name, name, rt, self.transformer)
+            copy = divert_copy(po, message, self.name, name, rt, self.transformer, context)
             if copy is None:
                 continue
             try:

@@ -172,36 +172,43 @@ class SharedBodyCopy(Message):
     64 KiB message, the same ~6.6-7 µs as before at 1 KiB (benchmarks/divert_copies.py).
     """
 
-    __slots__ = ("head", "base", "bare_at")
+    __slots__ = ("head", "base", "bare_at", "size")
 
     def __init__(self, head: bytes, base: bytes, bare_at: int, envelope, address: str,
-                 container_id: str | None = None, arrival: int = 0):
+                 container_id: str | None = None, arrival: int = 0, routing_type: str | None = None,
+                 message_id: int = 0, hops: int = 0, scheduled: int | None = None,
+                 expiration: int | None = None):
         # Message.__init__'s fields, set here rather than through super() and the `encoded`
         # setter: 0.34 -> 0.17 µs a copy (timeit). A field added to Message goes here too.
-        self.id = 0
+        # A divert copy passes what it takes from its original (`copies.divert_copy`) rather
+        # than setting it after; `size` is kept, not summed at each enqueue and acknowledgement.
+        self.id = message_id
         self.head = head
         self.base = base
         self.bare_at = bare_at
+        self.size = len(head) + len(base) - bare_at
         self.envelope = envelope
         self.address = address
-        self.routing_type = None
+        self.routing_type = routing_type
         self.container_id = container_id
         self.arrival = arrival
         self._properties = self._application_properties = None
-        self._expiration = self._scheduled = None
-        self.hops = 0
+        self._expiration = expiration
+        self._scheduled = scheduled
+        self.hops = hops
 
     @property
     def encoded(self) -> bytes:
-        return b"".join((self.head, memoryview(self.base)[self.bare_at:]))
+        # Two copies of a small body (slice, concatenation) cost less than the view a join
+        # needs to make one: 241 -> 139 ns for 1 KiB (timeit); from ~16 KiB on the join wins.
+        base, bare_at = self.base, self.bare_at
+        if len(base) - bare_at <= 8192:
+            return self.head + base[bare_at:]
+        return b"".join((self.head, memoryview(base)[bare_at:]))
 
     @encoded.setter
     def encoded(self, value: bytes) -> None:  # a whole message: nothing shared any more
-        self.head, self.base, self.bare_at = value, b"", 0
-
-    @property
-    def size(self) -> int:
-        return len(self.head) + len(self.base) - self.bare_at
+        self.head, self.base, self.bare_at, self.size = value, b"", 0, len(value)
 
     def parts(self) -> tuple[bytes, bytes, int]:
         return self.head, self.base, self.bare_at

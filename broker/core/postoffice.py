@@ -38,18 +38,24 @@ class PostOffice(Directory):
                  defer: Callable[[Callable[[], None]], None] | None = None,
                  clock: ports.Clock | None = None, annotate: Callable | None = None,
                  compile_filter: Callable[[str], Callable[[Message], bool]] | None = None,
-                 call_at: Callable | None = None, spool: ports.Spool | None = None):
+                 call_at: Callable | None = None, spool: ports.Spool | None = None,
+                 copy_heads: Callable | None = None):
         """`defer(fn)` runs fn soon on the owning thread (the reactor's `call_soon`); `annotate(message,
         extra)` returns a copy of a message with message annotations added (from the codec);
         `compile_filter(text)` turns a selector into a predicate over a Message; `call_at(ms, fn)`
         runs fn at an epoch-ms time on the owning thread and returns a handle with `cancel()`;
-        `spool` keeps what the page policy pages from queues that store nothing."""
+        `spool` keeps what the page policy pages from queues that store nothing; `copy_heads(front,
+        envelope, extra, key)` (from the codec; optional) returns a function from a value of
+        annotation `key` to the (head, envelope) of a copy of the message `front` begins (its
+        `parts()`) with `extra` annotations and that value
+        (`copies.divert_copy`: one send's divert copies differ only in their x-opt-ORIG-QUEUE)."""
         self.settings = settings or SettingsRepository()
         self.journal = journal or MemoryJournal()
         self.spool = spool
         self._defer = defer
         self.clock = clock or WallClock()
         self.annotate = annotate
+        self.copy_heads = copy_heads
         self.compile_filter = compile_filter
         self.defer = defer or (lambda fn: fn())
         self.flow = FlowControl(self)
