@@ -15,8 +15,9 @@ ends. The fixed order gives the same result as applying the ops one by one becau
   (rare), which then runs on its own in sequence. DeleteQueue removes the messages only that
   queue held at that point of its unit.
 
-Inserts are idempotent (ON CONFLICT DO NOTHING) and deletes are too, so replaying a batch whose
-commit outcome was lost with the connection does no harm.
+Deletes are idempotent, and so are inserts when asked (ON CONFLICT DO NOTHING), so replaying a
+batch whose commit outcome was lost with the connection does no harm; the journal asks for that
+only on a replay, since PostgreSQL pays for it on every row (`SqlJournal._commit`).
 
 Each buffer goes to the database as ONE statement per chunk of rows (store.bulk), not as an
 executemany: sqlite3 gives the GIL up and must win it back from the busy reactor thread once per
@@ -88,6 +89,7 @@ class Applier:
     def __init__(self, dialect: str) -> None:
         self._bulk = bulk.for_dialect(dialect)
         self._queue_ids: dict[str, int] = {}
+        self._idempotent = True  # of the current `apply`
         self._txn_queue_ids: dict[str, int] = {}
         # Order of duplicate ids across restarts: nanoseconds at start, then one step per id.
         self._seq = time.time_ns()
@@ -112,8 +114,12 @@ class Applier:
 
     # -- applying ------------------------------------------------------------------------------
 
-    def apply(self, connection: Connection, units: Iterable[Sequence[Operation]]) -> int:
-        """Apply the units' ops in the caller's transaction; returns the number of ops."""
+    def apply(self, connection: Connection, units: Iterable[Sequence[Operation]],
+              idempotent: bool = True) -> int:
+        """Apply the units' ops in the caller's transaction; returns the number of ops.
+        `idempotent` False: message and reference inserts fail on a row already stored
+        (cheaper on PostgreSQL; the journal replays with True, see `SqlJournal._commit`)."""
+        self._idempotent = idempotent
         buffers = _Buffers()
         count = 0
         for ops in units:
@@ -131,6 +137,8 @@ class Applier:
             m = op.message
             if m.id in b.orphans:
                 self._flush(connection, b)
+            elif m.id in b.added:
+                return  # already in this buffer (a message is stored once)
             b.messages.append((m.id, m.address, m.encoded, m.routing_type, m.priority,
                                m.expiration, m.scheduled_time, m.arrival))
             b.added.add(m.id)
@@ -176,14 +184,14 @@ class Applier:
             return
         sql = self._bulk
         if b.messages:
-            sql.insert_messages(connection, b.messages)
+            sql.insert_messages(connection, b.messages, self._idempotent)
         if b.unchecked:
             missing = integrity.missing_messages(connection, list(b.unchecked))
             if missing:
                 raise UnknownMessage(f"no message {missing[0]} in the store for a reference"
                                      f" ({len(missing)} missing)")
         if b.refs:
-            sql.insert_refs(connection, b.refs)
+            sql.insert_refs(connection, b.refs, self._idempotent)
         if b.counts:
             sql.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
         if b.deletes:

@@ -53,10 +53,12 @@ class SqliteBulk:
         self.chunk = chunk
         self._sql: dict[tuple[str, int], str] = {}
 
-    def insert_messages(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        self._run(connection, "messages", rows)
+    def insert_messages(self, connection: Connection, rows: Sequence[tuple],
+                        idempotent: bool = True) -> None:
+        self._run(connection, "messages", rows)  # always idempotent: no cost measured here
 
-    def insert_refs(self, connection: Connection, rows: Sequence[tuple]) -> None:
+    def insert_refs(self, connection: Connection, rows: Sequence[tuple],
+                    idempotent: bool = True) -> None:
         self._run(connection, "refs", rows)
 
     def update_counts(self, connection: Connection, rows: Sequence[tuple]) -> None:
@@ -120,6 +122,9 @@ class PostgresBulk:
         "INSERT INTO message_refs (queue_id, message_id, delivery_count) SELECT * FROM"
         " unnest(%s::integer[], %s::bigint[], %s::integer[])"
         " ON CONFLICT (queue_id, message_id) DO NOTHING")
+    # Without ON CONFLICT: no speculative insertion per row (store.journal.SqlJournal._commit).
+    _INSERT_MESSAGES_PLAIN = _INSERT_MESSAGES.removesuffix(" ON CONFLICT (id) DO NOTHING")
+    _INSERT_REFS_PLAIN = _INSERT_REFS.removesuffix(" ON CONFLICT (queue_id, message_id) DO NOTHING")
     _UPDATE_COUNTS = (
         "UPDATE message_refs AS r SET delivery_count = d.n"
         " FROM unnest(%s::integer[], %s::bigint[], %s::integer[]) AS d(q, m, n)"
@@ -131,11 +136,15 @@ class PostgresBulk:
         "DELETE FROM messages WHERE id = ANY(%s::bigint[])"
         " AND NOT EXISTS (SELECT 1 FROM message_refs AS r WHERE r.message_id = messages.id)")
 
-    def insert_messages(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        connection.exec_driver_sql(self._INSERT_MESSAGES, tuple(map(list, zip(*rows))))
+    def insert_messages(self, connection: Connection, rows: Sequence[tuple],
+                        idempotent: bool = True) -> None:
+        sql = self._INSERT_MESSAGES if idempotent else self._INSERT_MESSAGES_PLAIN
+        connection.exec_driver_sql(sql, tuple(map(list, zip(*rows))))
 
-    def insert_refs(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        connection.exec_driver_sql(self._INSERT_REFS, tuple(map(list, zip(*rows))))
+    def insert_refs(self, connection: Connection, rows: Sequence[tuple],
+                    idempotent: bool = True) -> None:
+        sql = self._INSERT_REFS if idempotent else self._INSERT_REFS_PLAIN
+        connection.exec_driver_sql(sql, tuple(map(list, zip(*rows))))
 
     def update_counts(self, connection: Connection, rows: Sequence[tuple]) -> None:
         connection.exec_driver_sql(self._UPDATE_COUNTS, tuple(map(list, zip(*rows))))

@@ -8,7 +8,8 @@ import pytest
 
 from hermod.broker.core.ports import AddMessage, AddReference, DeleteReference, SetDeliveryCount
 from hermod.store import bulk
-from store_testing import Completions, held_post, message, queue, send, setup_ops, table_counts
+from store_testing import (Completions, held_post, message, queue, send, setup_ops,
+                           submit_and_wait, table_counts)
 
 # Not a multiple of the SQLite chunk: full chunks, then a padded one.
 GROUP = bulk.SqliteBulk().chunk * 2 + 452
@@ -151,3 +152,33 @@ def test_a_sqlite_library_too_old_for_the_bulk_statements_is_refused_in_one_line
     with pytest.raises(store.StoreError, match=r"^SQLite 3\.31\.1 is too old for the store: "
                                                r"3\.33 or newer is needed$"):
         store.open_journal(f"sqlite:///{tmp_path / 'hermod.db'}", None)
+
+
+def test_a_commit_whose_outcome_is_lost_is_replayed_with_idempotent_inserts(store_url, open_store,
+                                                                           monkeypatch):
+    # First attempts use plain inserts (cheaper on PostgreSQL), which would refuse the rows the
+    # lost commit did store; the retry after the outage must tolerate them.
+    journal = open_store(store_url)
+    assert submit_and_wait(journal, setup_ops(queue("a"))) is None
+    dialect = journal.engine.dialect
+    real_commit = dialect.do_commit
+    lost: list[bool] = []
+
+    def commit_then_lose_the_outcome(dbapi_connection) -> None:
+        real_commit(dbapi_connection)
+        if not lost:
+            lost.append(True)
+            raise dialect.loaded_dbapi.OperationalError("disk I/O error (test: outcome lost)")
+
+    monkeypatch.setattr(dialect, "do_commit", commit_then_lose_the_outcome)
+    completions = Completions()
+    units = [send(n, "a") for n in range(1, 201)]
+    for n, unit in enumerate(units):
+        journal.submit(unit, completions.done(n))
+    calls = completions.wait_for(len(units))
+    assert sorted(calls) == [(n, None) for n in range(len(units))]
+    assert lost == [True]
+    assert refs(journal) == {"a": [(n, 0) for n in range(1, 201)]}
+    assert table_counts(journal.engine)["messages"] == 200
+    stats = journal.stats()
+    assert stats.retries >= 1 and stats.idempotent_commits >= 1 and stats.failed_units == 0
