@@ -4,10 +4,13 @@ changes nothing, and a bad row still fails only its own unit."""
 from __future__ import annotations
 
 
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from hermod.broker.core.ports import AddMessage, AddReference, DeleteReference, SetDeliveryCount
-from hermod.store import bulk
+from hermod.store import SqlJournal, bulk, schema
+from hermod.store.engine import make_engine
 from store_testing import (Completions, held_post, message, queue, send, setup_ops,
                            submit_and_wait, table_counts)
 
@@ -182,3 +185,25 @@ def test_a_commit_whose_outcome_is_lost_is_replayed_with_idempotent_inserts(stor
     assert table_counts(journal.engine)["messages"] == 200
     stats = journal.stats()
     assert stats.retries >= 1 and stats.idempotent_commits >= 1 and stats.failed_units == 0
+
+
+def test_a_session_lost_before_the_copy_is_an_outage_not_a_fault(pg_url):
+    # The first statement of a batch of sends is the binary COPY, which runs on the psycopg
+    # session itself: its errors must be classified like any other statement's.
+    schema.upgrade(pg_url)
+    journal = SqlJournal(make_engine(pg_url), None)
+    try:
+        assert submit_and_wait(journal, setup_ops(queue("a"))) is None
+        with psycopg.connect(make_url(pg_url).set(drivername="postgresql").render_as_string(
+                hide_password=False), autocommit=True) as admin:
+            gone = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                 " WHERE application_name = 'hermod'").fetchone()[0]
+        assert gone == 1
+        completions = Completions()
+        for n in range(1, 51):
+            journal.submit(send(n, "a"), completions.done(n))
+        assert sorted(completions.wait_for(50)) == [(n, None) for n in range(1, 51)]
+        assert refs(journal) == {"a": [(n, 0) for n in range(1, 51)]}
+        assert journal.stats().retries >= 1 and journal.stats().failed_units == 0
+    finally:
+        journal.close()
