@@ -6,11 +6,12 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import event, inspect, text
 
-from hermod.broker.core.ports import AddMessage, AddReference, DeleteQueue
-from hermod.store import schema
+from hermod.broker.core.ports import AddMessage, AddReference, DeleteQueue, DeleteReference
+from hermod.store import UnknownMessage, schema
 from hermod.store.engine import make_engine
 from hermod.store.integrity import QUEUE_DELETE_CHUNK
-from store_testing import message, queue, setup_ops, submit_and_wait, table_counts
+from store_testing import (Completions, held_post, message, queue, send, setup_ops,
+                           submit_and_wait, table_counts)
 
 DEPTH = 10_000
 SHARED = 100  # of the DEPTH messages, the first SHARED are on a second queue too
@@ -68,6 +69,28 @@ def test_deleting_a_queue_of_10k_takes_its_refs_and_unshared_messages_in_chunks(
     recovered = open_store(store_url).recover()
     assert [q.name for q in recovered.queues] == ["other"]
     assert [r.message.id for r in recovered.references["other"]] == list(range(1, SHARED + 1))
+
+
+def test_a_reference_to_a_missing_message_fails_its_unit_alone(store_url, open_store):
+    # What the foreign key to messages refused before 0005; in a group, the other units commit.
+    post, entered, release = held_post()
+    journal = open_store(store_url, post)
+    completions = Completions()
+    journal.submit(setup_ops(queue("a"), queue("b")), completions.done("setup"))
+    assert entered.wait(10)
+    journal.submit(send(1, "a"), completions.done("send"))
+    journal.submit([AddReference("b", 1)], completions.done("copy"))  # stored: fine
+    journal.submit([AddReference("b", 404)], completions.done("dangling"))
+    journal.submit([DeleteReference("a", 1), AddReference("a", 2)], completions.done("mixed"))
+    journal.submit(send(3, "a"), completions.done("later"))
+    release.set()
+    calls = dict(completions.wait_for(6))
+    assert [name for name, error in calls.items() if error is not None] == ["dangling", "mixed"]
+    assert isinstance(calls["dangling"], UnknownMessage) and "404" in str(calls["dangling"])
+    refs = {name: [r.message.id for r in found]
+            for name, found in journal.recover().references.items()}
+    assert refs == {"a": [1, 3], "b": [1]}
+    assert _orphans(journal.engine) == NO_ORPHANS
 
 
 def test_recovery_sweeps_what_a_crash_between_the_deletes_would_leave(store_url, open_store):
