@@ -11,7 +11,9 @@ faulty build, a half-applied restore): references to a missing queue or message 
 messages without a reference. Nothing recovery could reach is lost: recovery and paging read a
 message only through a reference, and only a stored queue's references. Each statement is an
 anti-join over the table: a hash anti-join on PostgreSQL (O(n)), one index probe a row on
-SQLite.
+SQLite. Measured with 1M stored messages of 1 KiB on one queue, nothing to sweep: 1.2 s on
+PostgreSQL, 1.3 s on SQLite, added to every start (most of it the two scans that look for
+missing messages and for messages without a reference; the queue check takes 0.06-0.08 s).
 """
 from __future__ import annotations
 
