@@ -24,6 +24,7 @@ from .errors import (
     StoreError,
     StoreUnavailable,
     StoreUnreachable,
+    UnknownMessage,
     UnknownQueue,
 )
 from .journal import SqlJournal
@@ -34,7 +35,7 @@ from .stats import JournalStats
 __all__ = [
     "JournalStats", "LeaseLost", "MemoryJournal", "SchemaCorrupt", "SchemaError", "SchemaOutdated",
     "SchemaTooNew", "SqlJournal", "StoreClosed", "StoreError", "StoreLocked", "StoreLockLost",
-    "StoreUnavailable", "StoreUnreachable", "UnknownQueue", "open_journal", "schema",
+    "StoreUnavailable", "StoreUnreachable", "UnknownMessage", "UnknownQueue", "open_journal", "schema",
 ]
 
 

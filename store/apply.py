@@ -15,8 +15,9 @@ ends. The fixed order gives the same result as applying the ops one by one becau
   (rare), which then runs on its own in sequence. DeleteQueue removes the messages only that
   queue held at that point of its unit.
 
-Inserts are idempotent (ON CONFLICT DO NOTHING) and deletes are too, so replaying a batch whose
-commit outcome was lost with the connection does no harm.
+Deletes are idempotent, and so are inserts when asked (ON CONFLICT DO NOTHING), so replaying a
+batch whose commit outcome was lost with the connection does no harm; the journal asks for that
+only on a replay, since PostgreSQL pays for it on every row (`SqlJournal._commit`).
 
 Each buffer goes to the database as ONE statement per chunk of rows (store.bulk), not as an
 executemany: sqlite3 gives the GIL up and must win it back from the busy reactor thread once per
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from sqlalchemy import Connection, bindparam, delete, exists, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from hermod.broker.core.ports import (
     AddMessage,
@@ -48,10 +49,9 @@ from hermod.broker.core.ports import (
     SetDeliveryCount,
 )
 
-from . import bulk
-from .errors import StoreError, UnknownQueue
-from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
-                     messages, queues, retained_messages)
+from . import bulk, integrity
+from .errors import StoreError, UnknownMessage, UnknownQueue
+from .models import acknowledgements, addresses, dead_letters, duplicate_ids, queues, retained_messages
 
 _DELETED = -1  # a queue removed in the current transaction
 
@@ -67,6 +67,10 @@ class _Buffers:
     # latter are checked for "no reference left" (ordered sets).
     unit_orphans: dict[int, None] = field(default_factory=dict)
     orphans: dict[int, None] = field(default_factory=dict)
+    # Messages inserted by this buffer; references to any other message are checked against
+    # the table at the flush (no foreign key does it, store.integrity).
+    added: set[int] = field(default_factory=set)
+    unchecked: dict[int, None] = field(default_factory=dict)
     # Records that nothing else in a unit depends on: appended, written in one go.
     retained: list[dict] = field(default_factory=list)
     acks: list[dict] = field(default_factory=list)
@@ -85,6 +89,7 @@ class Applier:
     def __init__(self, dialect: str) -> None:
         self._bulk = bulk.for_dialect(dialect)
         self._queue_ids: dict[str, int] = {}
+        self._idempotent = True  # of the current `apply`
         self._txn_queue_ids: dict[str, int] = {}
         # Order of duplicate ids across restarts: nanoseconds at start, then one step per id.
         self._seq = time.time_ns()
@@ -109,8 +114,12 @@ class Applier:
 
     # -- applying ------------------------------------------------------------------------------
 
-    def apply(self, connection: Connection, units: Iterable[Sequence[Operation]]) -> int:
-        """Apply the units' ops in the caller's transaction; returns the number of ops."""
+    def apply(self, connection: Connection, units: Iterable[Sequence[Operation]],
+              idempotent: bool = True) -> int:
+        """Apply the units' ops in the caller's transaction; returns the number of ops.
+        `idempotent` False: message and reference inserts fail on a row already stored
+        (cheaper on PostgreSQL; the journal replays with True, see `SqlJournal._commit`)."""
+        self._idempotent = idempotent
         buffers = _Buffers()
         count = 0
         for ops in units:
@@ -128,8 +137,11 @@ class Applier:
             m = op.message
             if m.id in b.orphans:
                 self._flush(connection, b)
+            elif m.id in b.added:
+                return  # already in this buffer (a message is stored once)
             b.messages.append((m.id, m.address, m.encoded, m.routing_type, m.priority,
                                m.expiration, m.scheduled_time, m.arrival))
+            b.added.add(m.id)
         elif isinstance(op, AddReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is None:
@@ -138,6 +150,8 @@ class Applier:
             if key in b.deletes or key in b.counts or op.message_id in b.orphans:
                 self._flush(connection, b)
             b.refs.append((queue_id, op.message_id, op.delivery_count))
+            if op.message_id not in b.added:
+                b.unchecked[op.message_id] = None
         elif isinstance(op, DeleteReference):
             queue_id = self._queue_id(connection, op.queue)
             if queue_id is not None:  # an ack after its queue was deleted: nothing left to do
@@ -170,9 +184,14 @@ class Applier:
             return
         sql = self._bulk
         if b.messages:
-            sql.insert_messages(connection, b.messages)
+            sql.insert_messages(connection, b.messages, self._idempotent)
+        if b.unchecked:
+            missing = integrity.missing_messages(connection, list(b.unchecked))
+            if missing:
+                raise UnknownMessage(f"no message {missing[0]} in the store for a reference"
+                                     f" ({len(missing)} missing)")
         if b.refs:
-            sql.insert_refs(connection, b.refs)
+            sql.insert_refs(connection, b.refs, self._idempotent)
         if b.counts:
             sql.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
         if b.deletes:
@@ -197,6 +216,8 @@ class Applier:
         b.duplicates.clear()
         b.keep.clear()
         b.messages, b.refs = [], []
+        b.added.clear()
+        b.unchecked.clear()
         b.counts.clear()
         b.deletes.clear()
         b.orphans.clear()
@@ -241,13 +262,8 @@ class Applier:
             queue_id = self._queue_id(connection, op.name)
             if queue_id is None:
                 return
-            refs = message_refs.c
-            # Messages only this queue references go with it; shared ones stay.
-            connection.execute(delete(messages).where(
-                messages.c.id.in_(select(refs.message_id).where(refs.queue_id == queue_id)),
-                ~exists().where(refs.message_id == messages.c.id, refs.queue_id != queue_id),
-            ))
-            connection.execute(delete(message_refs).where(refs.queue_id == queue_id))
+            # Its references, then the messages only it referenced (no foreign keys cascade).
+            integrity.delete_queue_contents(connection, queue_id)
             connection.execute(delete(queues).where(queues.c.id == queue_id))
             self._txn_queue_ids[op.name] = _DELETED
         else:

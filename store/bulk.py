@@ -26,6 +26,13 @@ the primary key, as EXPLAIN QUERY PLAN shows.
 
 PostgreSQL: every column travels as one array and `unnest` turns them back into rows: one
 statement per table per batch whatever its size, and the message bodies as binary `bytea[]`.
+Message and reference inserts go by binary COPY instead on a first attempt (no ON CONFLICT
+there; a replay uses the idempotent `unnest` statements, see store.journal.SqlJournal._commit):
+the heap takes the rows a page at a time (fewer WAL records) and psycopg formats them in C.
+Measured alone (300-row batches with their deletes): writer CPU 3.6 -> 1.6 µs a message, server
+CPU 9.6 -> 8.7 µs; in the broker (q1d, PostgreSQL fsync on, 4 interleaved reps, load 1.7-4.1)
+broker CPU per 100k 2.44 -> 2.18 s (medians), server 1.10 -> 1.01 s, WAL records a message
+6.4 -> 4.8.
 
 Rows are tuples in table order: messages (id, address, encoded, routing_type, priority,
 expiration, scheduled_time, arrival); references (queue_id, message_id, delivery_count);
@@ -38,6 +45,7 @@ from itertools import chain
 from typing import Sequence
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
 _MESSAGE_COLUMNS = "id, address, encoded, routing_type, priority, expiration, scheduled_time, arrival"
 # Rows per SQLite statement: 1,024 messages are 8,192 bound variables.
@@ -53,10 +61,12 @@ class SqliteBulk:
         self.chunk = chunk
         self._sql: dict[tuple[str, int], str] = {}
 
-    def insert_messages(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        self._run(connection, "messages", rows)
+    def insert_messages(self, connection: Connection, rows: Sequence[tuple],
+                        idempotent: bool = True) -> None:
+        self._run(connection, "messages", rows)  # always idempotent: no cost measured here
 
-    def insert_refs(self, connection: Connection, rows: Sequence[tuple]) -> None:
+    def insert_refs(self, connection: Connection, rows: Sequence[tuple],
+                    idempotent: bool = True) -> None:
         self._run(connection, "refs", rows)
 
     def update_counts(self, connection: Connection, rows: Sequence[tuple]) -> None:
@@ -120,6 +130,11 @@ class PostgresBulk:
         "INSERT INTO message_refs (queue_id, message_id, delivery_count) SELECT * FROM"
         " unnest(%s::integer[], %s::bigint[], %s::integer[])"
         " ON CONFLICT (queue_id, message_id) DO NOTHING")
+    # First attempts (store.journal.SqlJournal._commit): binary COPY, no ON CONFLICT.
+    _COPY_MESSAGES = f"COPY messages ({_MESSAGE_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+    _MESSAGE_TYPES = ("int8", "varchar", "bytea", "varchar", "int2", "int8", "int8", "int8")
+    _COPY_REFS = "COPY message_refs (queue_id, message_id, delivery_count) FROM STDIN (FORMAT BINARY)"
+    _REF_TYPES = ("int4", "int8", "int4")
     _UPDATE_COUNTS = (
         "UPDATE message_refs AS r SET delivery_count = d.n"
         " FROM unnest(%s::integer[], %s::bigint[], %s::integer[]) AS d(q, m, n)"
@@ -131,11 +146,19 @@ class PostgresBulk:
         "DELETE FROM messages WHERE id = ANY(%s::bigint[])"
         " AND NOT EXISTS (SELECT 1 FROM message_refs AS r WHERE r.message_id = messages.id)")
 
-    def insert_messages(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        connection.exec_driver_sql(self._INSERT_MESSAGES, tuple(map(list, zip(*rows))))
+    def insert_messages(self, connection: Connection, rows: Sequence[tuple],
+                        idempotent: bool = True) -> None:
+        if idempotent:
+            connection.exec_driver_sql(self._INSERT_MESSAGES, tuple(map(list, zip(*rows))))
+        else:
+            _copy(connection, self._COPY_MESSAGES, self._MESSAGE_TYPES, rows)
 
-    def insert_refs(self, connection: Connection, rows: Sequence[tuple]) -> None:
-        connection.exec_driver_sql(self._INSERT_REFS, tuple(map(list, zip(*rows))))
+    def insert_refs(self, connection: Connection, rows: Sequence[tuple],
+                    idempotent: bool = True) -> None:
+        if idempotent:
+            connection.exec_driver_sql(self._INSERT_REFS, tuple(map(list, zip(*rows))))
+        else:
+            _copy(connection, self._COPY_REFS, self._REF_TYPES, rows)
 
     def update_counts(self, connection: Connection, rows: Sequence[tuple]) -> None:
         connection.exec_driver_sql(self._UPDATE_COUNTS, tuple(map(list, zip(*rows))))
@@ -145,6 +168,23 @@ class PostgresBulk:
 
     def delete_orphans(self, connection: Connection, ids: Sequence[int]) -> None:
         connection.exec_driver_sql(self._DELETE_ORPHANS, (list(ids),))
+
+
+def _copy(connection: Connection, sql: str, types: Sequence[str], rows: Sequence[tuple]) -> None:
+    """Rows into a table by binary COPY on the connection's own psycopg session (so in its
+    transaction). psycopg's errors come back as SQLAlchemy's, as from any other statement, so
+    that the journal tells an outage from a unit's fault the same way."""
+    import psycopg  # only PostgreSQL stores get here
+
+    try:
+        with connection.connection.driver_connection.cursor() as cursor:
+            with cursor.copy(sql) as copy:
+                copy.set_types(types)
+                write = copy.write_row
+                for row in rows:
+                    write(row)
+    except psycopg.Error as error:
+        raise DBAPIError.instance(sql, None, error, psycopg.Error) from error
 
 
 def for_dialect(dialect: str) -> SqliteBulk | PostgresBulk:

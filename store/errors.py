@@ -46,3 +46,8 @@ class StoreClosed(StoreError):
 
 class UnknownQueue(StoreError):
     """An operation names a queue the store has no row for."""
+
+
+class UnknownMessage(StoreError):
+    """A reference to a message the store does not hold (what a foreign key refused before
+    revision 0005)."""

@@ -119,6 +119,8 @@ class SqlJournal:
         self._connection: Connection | None = None
         self._outage_since: float | None = None  # first failed attempt of this outage
         self._outage_logged = False
+        # Writer thread: the work at the head may be partly stored already (`_commit`).
+        self._replaying = False
         self._thread = threading.Thread(target=self._run, name="hermod-store-writer",
                                         daemon=True)
         self._thread.start()
@@ -256,10 +258,12 @@ class SqlJournal:
             raise
         except LeaseLost as error:  # every unit would fail the same way: no replay
             self._complete(work, len(batch), error)
+            self._replaying = False
             return
         except Exception as error:
             if len(batch) == 1:
                 self._complete(work, 1, error)
+                self._replaying = False
                 return
             # Find the faulty units: one transaction per unit, in order.
             log.debug("store batch of %d units failed (%s); applying one by one",
@@ -273,15 +277,39 @@ class SqlJournal:
                     self._complete(work, 1, unit_error)
                 else:
                     self._complete(work, 1, None)
+            self._replaying = False
             return
         self._complete(work, len(batch), None)
+        self._replaying = False
 
     def _commit(self, batch: list[_Unit], ops: int) -> None:
+        """Commit `batch` in one transaction, with plain inserts first. They refuse a row that
+        is already stored, which only a replay should meet (the outcome of a commit lost with
+        the connection; a message stored by an earlier unit and added again): after any
+        failure, and until the work that met it is done, the idempotent inserts
+        (`ON CONFLICT DO NOTHING`) are used. PostgreSQL's server pays for those on every row
+        (speculative insertion): 13.2 -> 10.2 µs of server CPU per message, the bulk
+        statements alone, 300-message batches."""
+        if not self._replaying:
+            try:
+                self._transaction(batch, ops, idempotent=False)
+                return
+            except (_Unreachable, LeaseLost):
+                self._replaying = True
+                raise
+            except Exception as error:
+                log.debug("store batch of %d units failed with plain inserts (%s); once more "
+                          "with idempotent ones", len(batch), one_line(error))
+            self._replaying = True
+        self._stats.add("idempotent_commits")
+        self._transaction(batch, ops, idempotent=True)
+
+    def _transaction(self, batch: list[_Unit], ops: int, idempotent: bool) -> None:
         started = time.perf_counter()
         try:
             connection = self._connect()
             with connection.begin():
-                self._applier.apply(connection, (unit.ops for unit in batch))
+                self._applier.apply(connection, (unit.ops for unit in batch), idempotent)
                 if self._fence is not None:
                     self._fence(connection)
                 if self._ownership is not None:

@@ -18,7 +18,6 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
-    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -99,7 +98,17 @@ class MessageRow(Base):
 
 
 class MessageRefRow(Base):
-    """One message on one queue."""
+    """One message on one queue.
+
+    No foreign keys (revision 0005): the store keeps the references' integrity itself, as
+    Artemis's journal does. A reference is written in the unit that writes its message (and
+    only to a queue the Applier found by name); a message goes with its last reference at the
+    end of the unit that removed it; deleting a queue deletes its references and then the
+    messages no longer referenced (store.apply); recovery sweeps anything left over
+    (store.integrity). The two foreign-key triggers cost PostgreSQL's server 2.27 s of CPU per
+    100k Q1D messages, 1.28 s without them (a row lock on the parent per inserted reference,
+    a cascade scan per deleted message).
+    """
 
     __tablename__ = "message_refs"
     __table_args__ = (
@@ -109,12 +118,8 @@ class MessageRefRow(Base):
         {"sqlite_with_rowid": False},
     )
 
-    queue_id: Mapped[int] = mapped_column(
-        ForeignKey("queues.id", ondelete="CASCADE"), primary_key=True
-    )
-    message_id: Mapped[int] = mapped_column(
-        MessageId, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
-    )
+    queue_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # queues.id
+    message_id: Mapped[int] = mapped_column(MessageId, primary_key=True)  # messages.id
     delivery_count: Mapped[int] = mapped_column(Integer)
 
 

@@ -6,13 +6,19 @@ without a sort.
 """
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import Connection, Engine, func, select
 
 from hermod.broker.core.flow import REF_OVERHEAD_BYTES
 from hermod.broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
 
+from . import integrity
+from .engine import display_url
 from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
                      messages, queues, retained_messages)
+
+log = logging.getLogger(__name__)
 
 _MESSAGE_COLUMNS = (
     messages.c.id, messages.c.address, messages.c.encoded, messages.c.routing_type,
@@ -28,7 +34,14 @@ def recover(engine: Engine, *, window: int | None = None,
     reference's overhead) in all, shared evenly by the queues; the rest stays in the store for
     `read_page` (those queues are in `Recovered.more`). With `only`, the references of only
     those queues are read (a cluster node recovers the queues it owns; the others' definitions
-    are still returned, so that it can route to them and redirect their consumers)."""
+    are still returned, so that it can route to them and redirect their consumers). First the
+    store's integrity is restored (store.integrity.sweep), in a transaction of its own."""
+    with engine.begin() as connection:
+        swept = integrity.sweep(connection)
+    if swept:
+        log.warning("store %s: recovery removed %d references to a missing queue or message and"
+                    " %d messages without a reference", display_url(engine.url), swept.refs,
+                    swept.messages)
     with engine.connect() as connection:
         address_records = [address_record(row) for row in
                            connection.execute(select(addresses).order_by(addresses.c.name))]

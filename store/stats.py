@@ -22,6 +22,7 @@ class JournalStats:
     retries: int = 0  # transaction attempts that failed on an unreachable database
     outages: int = 0
     pages_read: int = 0
+    idempotent_commits: int = 0  # transactions with ON CONFLICT inserts (replays, store.journal)
 
     @property
     def avg_units_per_commit(self) -> float:

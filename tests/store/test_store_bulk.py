@@ -4,11 +4,15 @@ changes nothing, and a bad row still fails only its own unit."""
 from __future__ import annotations
 
 
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from hermod.broker.core.ports import AddMessage, AddReference, DeleteReference, SetDeliveryCount
-from hermod.store import bulk
-from store_testing import Completions, held_post, message, queue, send, setup_ops, table_counts
+from hermod.store import SqlJournal, bulk, schema
+from hermod.store.engine import make_engine
+from store_testing import (Completions, held_post, message, queue, send, setup_ops,
+                           submit_and_wait, table_counts)
 
 # Not a multiple of the SQLite chunk: full chunks, then a padded one.
 GROUP = bulk.SqliteBulk().chunk * 2 + 452
@@ -151,3 +155,55 @@ def test_a_sqlite_library_too_old_for_the_bulk_statements_is_refused_in_one_line
     with pytest.raises(store.StoreError, match=r"^SQLite 3\.31\.1 is too old for the store: "
                                                r"3\.33 or newer is needed$"):
         store.open_journal(f"sqlite:///{tmp_path / 'hermod.db'}", None)
+
+
+def test_a_commit_whose_outcome_is_lost_is_replayed_with_idempotent_inserts(store_url, open_store,
+                                                                           monkeypatch):
+    # First attempts use plain inserts (cheaper on PostgreSQL), which would refuse the rows the
+    # lost commit did store; the retry after the outage must tolerate them.
+    journal = open_store(store_url)
+    assert submit_and_wait(journal, setup_ops(queue("a"))) is None
+    dialect = journal.engine.dialect
+    real_commit = dialect.do_commit
+    lost: list[bool] = []
+
+    def commit_then_lose_the_outcome(dbapi_connection) -> None:
+        real_commit(dbapi_connection)
+        if not lost:
+            lost.append(True)
+            raise dialect.loaded_dbapi.OperationalError("disk I/O error (test: outcome lost)")
+
+    monkeypatch.setattr(dialect, "do_commit", commit_then_lose_the_outcome)
+    completions = Completions()
+    units = [send(n, "a") for n in range(1, 201)]
+    for n, unit in enumerate(units):
+        journal.submit(unit, completions.done(n))
+    calls = completions.wait_for(len(units))
+    assert sorted(calls) == [(n, None) for n in range(len(units))]
+    assert lost == [True]
+    assert refs(journal) == {"a": [(n, 0) for n in range(1, 201)]}
+    assert table_counts(journal.engine)["messages"] == 200
+    stats = journal.stats()
+    assert stats.retries >= 1 and stats.idempotent_commits >= 1 and stats.failed_units == 0
+
+
+def test_a_session_lost_before_the_copy_is_an_outage_not_a_fault(pg_url):
+    # The first statement of a batch of sends is the binary COPY, which runs on the psycopg
+    # session itself: its errors must be classified like any other statement's.
+    schema.upgrade(pg_url)
+    journal = SqlJournal(make_engine(pg_url), None)
+    try:
+        assert submit_and_wait(journal, setup_ops(queue("a"))) is None
+        with psycopg.connect(make_url(pg_url).set(drivername="postgresql").render_as_string(
+                hide_password=False), autocommit=True) as admin:
+            gone = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                 " WHERE application_name = 'hermod'").fetchone()[0]
+        assert gone == 1
+        completions = Completions()
+        for n in range(1, 51):
+            journal.submit(send(n, "a"), completions.done(n))
+        assert sorted(completions.wait_for(50)) == [(n, None) for n in range(1, 51)]
+        assert refs(journal) == {"a": [(n, 0) for n in range(1, 51)]}
+        assert journal.stats().retries >= 1 and journal.stats().failed_units == 0
+    finally:
+        journal.close()
