@@ -176,8 +176,10 @@ def _copy(connection: Connection, sql: str, types: Sequence[str], rows: Sequence
     that the journal tells an outage from a unit's fault the same way."""
     import psycopg  # only PostgreSQL stores get here
 
+    session = connection.connection.driver_connection
+    assert session is not None, "a connection in a transaction has its driver's session"
     try:
-        with connection.connection.driver_connection.cursor() as cursor:
+        with session.cursor() as cursor:
             with cursor.copy(sql) as copy:
                 copy.set_types(types)
                 write = copy.write_row

@@ -186,7 +186,8 @@ class SharedBodyCopy(Message):
         self.head = head
         self.base = base
         self.bare_at = bare_at
-        self.size = len(head) + len(base) - bare_at
+        # `size` is this class's slot, which shadows Message's computed property.
+        self.size = len(head) + len(base) - bare_at  # type: ignore[misc]
         self.envelope = envelope
         self.address = address
         self.routing_type = routing_type
@@ -208,7 +209,8 @@ class SharedBodyCopy(Message):
 
     @encoded.setter
     def encoded(self, value: bytes) -> None:  # a whole message: nothing shared any more
-        self.head, self.base, self.bare_at, self.size = value, b"", 0, len(value)
+        self.head, self.base, self.bare_at = value, b"", 0
+        self.size = len(value)  # type: ignore[misc]  # the slot (see __init__)
 
     def parts(self) -> tuple[bytes, bytes, int]:
         return self.head, self.base, self.bare_at

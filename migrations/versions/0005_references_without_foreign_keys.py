@@ -19,7 +19,6 @@ Written by hand and checked against `store.models` by the drift test on both dia
 from __future__ import annotations
 
 from alembic import op
-import sqlalchemy as sa
 
 revision = "0005"
 down_revision = "0004"
