@@ -6,7 +6,9 @@ once at start and kept for the broker's life, so the queue never looks abandoned
 remote is away. Its credit is what the remote link grants, capped by a window of unconfirmed
 sends (WINDOW messages, WINDOW_BYTES bytes), and 0 while there is no link. A message leaves the
 local queue only when the remote settles it `accepted` (the acknowledgement is then stored as a
-consumer's is). The other outcomes mean what they mean from a consumer (Artemis): `rejected`
+consumer's is). A send stays in the window until its outcome is stored, not only until the
+remote settles it: a broker killed while its store lags resends at most WINDOW messages (a
+loaded CI run once saw 1,594 duplicates when only the remote's part was counted). The other outcomes mean what they mean from a consumer (Artemis): `rejected`
 dead-letters it, `released` puts it back (the bridge pauses before trying again, or it would
 spin), `modified` puts it back counting a failed attempt when it says delivery-failed
 (redelivery delay, and the dead-letter address after max_delivery_attempts).
@@ -96,6 +98,7 @@ class Bridge:
         self.connection: outgoing.OutgoingConnection | None = None
         self.unconfirmed: dict = {}  # Ref -> its size, in the order sent
         self.unconfirmed_bytes = 0
+        self.storing = 0  # outcomes the remote gave that the store has not taken yet (in the window)
         self.delay = BACKOFF_MIN_S
         self._timer = None
         self._paused_until = 0.0
@@ -162,7 +165,7 @@ class Bridge:
         if self.state != UP or conn is None or self.loop.time() < self._paused_until:
             c.credit = 0
             return
-        room = WINDOW - len(self.unconfirmed) if self.unconfirmed_bytes < WINDOW_BYTES else 0
+        room = WINDOW - len(self.unconfirmed) - self.storing if self.unconfirmed_bytes < WINDOW_BYTES else 0
         credit = max(0, min(conn.credit, room))
         if credit != c.credit:
             c.credit = credit
@@ -188,10 +191,14 @@ class Bridge:
         self.credit_changed()
 
     def _stored(self, ref, acked: bool):
+        self.storing += 1
+
         def done(error: BaseException | None) -> None:
+            self.storing -= 1
             if error is not None:  # still in the store, so on the queue again (sent again later)
                 log.warning("bridge %s: outcome of message %s not stored: %s", self.name, ref.message.id, error)
                 ref.queue.put_back(ref, acked)
+            self.credit_changed()
         return done
 
     def _pause(self, seconds: float) -> None:

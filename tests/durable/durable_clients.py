@@ -109,6 +109,23 @@ class DurableBrokers:
 # -- management and store views --------------------------------------------------------------------
 
 
+SLOW_ACK_COMMIT = """
+CREATE FUNCTION hermod_test_slow_ack() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+CREATE TRIGGER hermod_test_slow_ack AFTER DELETE ON message_refs
+FOR EACH STATEMENT EXECUTE FUNCTION hermod_test_slow_ack();
+"""
+
+
+def slow_down_acknowledgements(store_url: str) -> None:
+    """Every PostgreSQL statement that deletes references (acknowledgements) takes 300 ms more,
+    so a store that lags its broker's answers lags them on every run."""
+    import psycopg
+    with psycopg.connect(store_url.replace("postgresql+psycopg://", "postgresql://", 1),
+                         autocommit=True) as connection:
+        connection.execute(SLOW_ACK_COMMIT)
+
+
 def queue_stats(url: str) -> dict[str, dict]:
     return {row["queue"]: row for row in management_call(url, "queue.stat", timeout=TIMEOUT)}
 

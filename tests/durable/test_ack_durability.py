@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from proton import Message
 
-from durable_clients import DurableBrokers, body_of, drain_queue, send_durable
+from durable_clients import DurableBrokers, body_of, drain_queue, send_durable, slow_down_acknowledgements
 from wire_helpers import connect, sync
 
 QUEUE = "acks"
@@ -29,21 +29,6 @@ durable = true
 """
 MESSAGES = 12
 ACKED = 5
-SLOW_ACK_COMMIT = """
-CREATE FUNCTION hermod_test_slow_ack() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
-CREATE TRIGGER hermod_test_slow_ack AFTER DELETE ON message_refs
-FOR EACH STATEMENT EXECUTE FUNCTION hermod_test_slow_ack();
-"""
-
-
-def slow_down_acknowledgements(store_url: str) -> None:
-    import psycopg
-    with psycopg.connect(store_url.replace("postgresql+psycopg://", "postgresql://", 1),
-                         autocommit=True) as connection:
-        connection.execute(SLOW_ACK_COMMIT)
-
-
 def acknowledge_then_close(url: str, count: int, round_trip: bool) -> list[str]:
     connection = connect(url)
     receiver = connection.create_receiver(QUEUE, credit=count)
