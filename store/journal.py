@@ -252,18 +252,22 @@ class SqlJournal:
                 break
             batch.append(item)
             ops += len(item.ops)
+        self._write_batch(work, batch, ops)
+        # The work that met a failure is done (an outage propagates above, keeping the replay
+        # on for the same work when the store is back): plain inserts again (`_commit`).
+        self._replaying = False
+
+    def _write_batch(self, work: deque[_Unit | _Read], batch: list[_Unit], ops: int) -> None:
         try:
             self._commit(batch, ops)
         except _Unreachable:
             raise
         except LeaseLost as error:  # every unit would fail the same way: no replay
             self._complete(work, len(batch), error)
-            self._replaying = False
             return
         except Exception as error:
             if len(batch) == 1:
                 self._complete(work, 1, error)
-                self._replaying = False
                 return
             # Find the faulty units: one transaction per unit, in order.
             log.debug("store batch of %d units failed (%s); applying one by one",
@@ -277,10 +281,8 @@ class SqlJournal:
                     self._complete(work, 1, unit_error)
                 else:
                     self._complete(work, 1, None)
-            self._replaying = False
             return
         self._complete(work, len(batch), None)
-        self._replaying = False
 
     def _commit(self, batch: list[_Unit], ops: int) -> None:
         """Commit `batch` in one transaction, with plain inserts first. They refuse a row that
