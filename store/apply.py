@@ -115,10 +115,13 @@ class Applier:
     # -- applying ------------------------------------------------------------------------------
 
     def apply(self, connection: Connection, units: Iterable[Sequence[Operation]],
-              idempotent: bool = True) -> int:
+              idempotent: bool = True, commit: bool = False) -> int:
         """Apply the units' ops in the caller's transaction; returns the number of ops.
         `idempotent` False: message and reference inserts fail on a row already stored
-        (cheaper on PostgreSQL; the journal replays with True, see `SqlJournal._commit`)."""
+        (cheaper on PostgreSQL; the journal replays with True, see `SqlJournal._commit`).
+        `commit`: the caller has nothing to run after the ops and commits next, so the last
+        statements may commit the transaction themselves (store.bulk.PostgresBulk.write: one
+        round trip fewer); the caller's commit then finds it ended, which is a no-op."""
         self._idempotent = idempotent
         buffers = _Buffers()
         count = 0
@@ -129,7 +132,7 @@ class Applier:
             if buffers.unit_orphans:
                 buffers.orphans.update(buffers.unit_orphans)
                 buffers.unit_orphans.clear()
-        self._flush(connection, buffers)
+        self._flush(connection, buffers, commit)
         return count
 
     def _buffer(self, connection: Connection, b: _Buffers, op: Operation) -> None:
@@ -179,25 +182,21 @@ class Applier:
             self._flush(connection, b)
             self._structural(connection, op)
 
-    def _flush(self, connection: Connection, b: _Buffers) -> None:
+    def _flush(self, connection: Connection, b: _Buffers, commit: bool = False) -> None:
         if not b:
             return
-        sql = self._bulk
-        if b.messages:
-            sql.insert_messages(connection, b.messages, self._idempotent)
         if b.unchecked:
+            # References to messages stored before this buffer (never to one of its own
+            # inserts, `added`), so checked before them.
             missing = integrity.missing_messages(connection, list(b.unchecked))
             if missing:
                 raise UnknownMessage(f"no message {missing[0]} in the store for a reference"
                                      f" ({len(missing)} missing)")
-        if b.refs:
-            sql.insert_refs(connection, b.refs, self._idempotent)
-        if b.counts:
-            sql.update_counts(connection, [(q, m, n) for (q, m), n in b.counts.items()])
-        if b.deletes:
-            sql.delete_refs(connection, list(b.deletes))
-        if b.orphans:
-            sql.delete_orphans(connection, list(b.orphans))
+        rest = b.retained or b.acks or b.dead or b.duplicates
+        if b.messages or b.refs or b.counts or b.deletes or b.orphans:
+            self._bulk.write(connection, b.messages, b.refs,
+                             [(q, m, n) for (q, m), n in b.counts.items()], list(b.deletes),
+                             list(b.orphans), self._idempotent, commit and not rest)
         if b.retained:
             connection.execute(insert(retained_messages), b.retained)
         if b.acks:

@@ -311,7 +311,9 @@ class SqlJournal:
         try:
             connection = self._connect()
             with connection.begin():
-                self._applier.apply(connection, (unit.ops for unit in batch), idempotent)
+                # Nothing runs after the ops without a fence: they may commit themselves.
+                self._applier.apply(connection, (unit.ops for unit in batch), idempotent,
+                                    commit=self._fence is None and self._ownership is None)
                 if self._fence is not None:
                     self._fence(connection)
                 if self._ownership is not None:
