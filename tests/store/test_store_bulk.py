@@ -207,3 +207,20 @@ def test_a_session_lost_before_the_copy_is_an_outage_not_a_fault(pg_url):
         assert journal.stats().retries >= 1 and journal.stats().failed_units == 0
     finally:
         journal.close()
+
+
+def test_a_row_the_server_refuses_after_the_copy_commits_nothing_of_its_group(pg_url, open_store):
+    # On PostgreSQL a first attempt is one query string: BEGIN, the COPY of the messages, the
+    # references, ..., COMMIT (store.bulk.PostgresBulk.write_plain). A statement refused after
+    # the COPY must leave the whole group uncommitted (the server skips the rest of the string,
+    # COMMIT included); the group is then applied unit by unit, so only the faulty unit fails
+    # and its message is not left behind without a reference.
+    units = [send(n, "a") for n in range(1, 101)]
+    units[60] = [AddMessage(message(61, "a")), AddReference("a", 61, delivery_count=2**31)]
+    journal, calls = submit_group(open_store, pg_url, setup_ops(queue("a")), units)
+
+    assert [n for n, error in calls if error is not None] == [60]
+    assert "out of range" in str(calls[60][1])
+    assert [n for n, _ in refs(journal)["a"]] == [n for n in range(1, 101) if n != 61]
+    assert table_counts(journal.engine)["messages"] == 99
+    assert journal.stats().idempotent_commits >= 1
