@@ -54,6 +54,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 try:  # psycopg's C round trip: flush, then read results until the end or a COPY starts
+    from psycopg import errors as _errors
     from psycopg import pq as _pq
     from psycopg.generators import execute as _execute
     _IDLE, _COPY_IN = _pq.TransactionStatus.IDLE, _pq.ExecStatus.COPY_IN
@@ -245,13 +246,21 @@ class PostgresBulk:
         try:
             pgconn.send_query(sql.encode())
             results = session.wait(_execute(pgconn))
-            if payload is not None and results and results[-1].status == _COPY_IN:
+            if payload is not None:
+                _raise_failed(pgconn, results)
+                if not results or results[-1].status != _COPY_IN:
+                    raise psycopg.InternalError("the COPY of the messages did not start")
                 results = session.wait(_copy_in(pgconn, payload))
-            for result in results:
-                if result.status == _FATAL_ERROR:
-                    raise psycopg.errors.error_from_result(result, encoding=pgconn._encoding)
+            _raise_failed(pgconn, results)
         except psycopg.Error as error:
             raise DBAPIError.instance(sql[:200], None, error, psycopg.Error) from error
+
+
+def _raise_failed(pgconn, results: list) -> None:
+    """The error of the statement that ended the query string, if one did."""
+    for result in results:
+        if result.status == _FATAL_ERROR:
+            raise _errors.error_from_result(result, encoding=pgconn._encoding)
 
 
 def _in_order(bulk: SqliteBulk | PostgresBulk, connection: Connection, messages: Sequence[tuple],
