@@ -188,11 +188,12 @@ class SqlJournal:
         own part alone. `ops` is the unit's own list: parts are appended to it."""
         parts = _Parts(len(ops), done)
         unit = _Unit(ops, parts.finish, 0.0, parts)
-        if self._defer is None:
+        defer = self._defer
+        if defer is None:
             unit.submitted = time.monotonic()
             self._enqueue(unit)
             return unit
-        self._keep_for_turn(unit)
+        self._keep_for_turn(unit, defer)
         return unit
 
     def add_part(self, unit: _Unit, ops: Sequence[Operation]) -> bool:
@@ -208,14 +209,14 @@ class SqlJournal:
         unit.parts.ends.append(len(have))  # type: ignore[union-attr]
         return True
 
-    def _keep_for_turn(self, unit: _Unit) -> None:
+    def _keep_for_turn(self, unit: _Unit, defer: Callable[[Callable[[], None]], object]) -> None:
         """`submit` in the broker: kept for the end of this reactor turn (`_hand_over`)."""
         if self._closing:
             raise StoreClosed("the store is closed")
         if not self._turn_scheduled:
             self._turn_scheduled = True
             self._turn_at = time.monotonic()  # when its units were submitted, near enough
-            self._defer(self._end_turn)
+            defer(self._end_turn)
         unit.submitted = self._turn_at
         self._turn.append(unit)
 
