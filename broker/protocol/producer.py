@@ -416,24 +416,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         self.unconfirmed += 1
 
         def done(error: BaseException | None) -> None:
-            self.unconfirmed -= 1
-            if not self.active:
-                return  # the link, and Proton's delivery with it, is gone
-            if d is not None:
-                if error is None:  # `_accepted`, inline: once per durable message
-                    pn_delivery_update(d, PN_ACCEPTED)
-                    if self.memory_key is not None:
-                        recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
-                else:
-                    set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
-                                  conditions.condition_for(error), f"message not stored: {error}")
-                    pn_delivery_update(d, PN_REJECTED)
-                pn_delivery_settle(d)
-                conn = self.conn
-                if not conn.marked:  # once per turn is enough (a turn completes hundreds)
-                    conn.server.mark(conn)
-            if pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
-                self._top_up_credit()
+            self._settle_burst([d], None if error is None else [error])
         return done
 
     def _refused_as_full(self, d, presettled: bool, txn, plan) -> bool:

@@ -8,22 +8,7 @@ import sqlite3
 
 from hermod.broker.core.ports import DeleteQueue
 from hermod.store import StoreUnavailable, UnknownQueue
-from store_testing import Completions, held_post, queue, send, setup_ops, table_counts
-
-
-class Turn:
-    """A reactor's `call_soon` for the journal's `defer`: what it schedules runs at `end()`."""
-
-    def __init__(self) -> None:
-        self.scheduled: list = []
-
-    def defer(self, fn) -> None:
-        self.scheduled.append(fn)
-
-    def end(self) -> None:
-        scheduled, self.scheduled = self.scheduled, []
-        for fn in scheduled:
-            fn()
+from store_testing import Completions, Turn, held_post, queue, send, setup_ops, table_counts
 
 
 def stored_ids(journal, queue_name: str) -> list[int]:
