@@ -101,6 +101,16 @@ class _PartsUnit:
         outcomes: list[BaseException | None] | None = None
         if outcome is None:
             for i, refs in enumerate(parts):
+                # `_place` of the usual send, inline (one ref, kept in memory): Q1D 50k x 1 KiB,
+                # reactor thread 16.0 -> 15.6 us per message on SQLite, 15.6 -> 15.2 on
+                # PostgreSQL (medians of 3, interleaved, load 1.5-2.5).
+                if len(refs) == 1:
+                    r = refs[0]
+                    q = r.queue
+                    if not q.deleted and not r.paged:
+                        q.pending -= 1
+                        q.enqueue(r)
+                        continue
                 failed = place(refs)
                 if failed is not None:
                     if outcomes is None:
