@@ -88,11 +88,12 @@ class BurstSender:
             for i, m in enumerate(messages)))
         self.sent += len(messages)
 
-    def outcomes(self, count: int) -> dict[int, tuple[int, str | None, str | None]]:
-        """Delivery id -> (outcome code, condition, description) for `count` settled deliveries."""
+    def outcomes(self, count: int, timeout: float = 30) -> dict[int, tuple[int, str | None, str | None]]:
+        """Delivery id -> (outcome code, condition, description) for `count` settled deliveries
+        (`timeout`: for each frame; the store's retries back off up to 2 s)."""
         got: dict[int, tuple[int, str | None, str | None]] = {}
         while len(got) < count:
-            f = self.client.read()
+            f = self.client.read(timeout)
             if f.code != DISPOSITION:
                 continue
             first = int(f.fields[1])
