@@ -55,6 +55,32 @@ class _Unit:
     ops: Sequence[Operation]
     done: Done | None
     submitted: float  # time.monotonic()
+    parts: _Parts | None = None  # a unit of parts (`open_unit`); None: a plain unit
+
+
+# A unit of parts stops taking more at this many operations (a turn's burst of a link is at most
+# its credit, 1000 messages, but a message may have a reference per queue of a wide address).
+PARTS_MAX_OPS = 4096
+
+
+class _Parts:
+    """The parts of a unit opened with `open_unit`: where each ends in the unit's ops, and the
+    outcomes of those already decided one by one (`SqlJournal._split`). `finish` is the unit's
+    `done` as the writer sees it: it hands the owner one outcome per part when they differ."""
+
+    __slots__ = ("ends", "outcomes", "done")
+
+    def __init__(self, end: int, done: Callable[[object], None]) -> None:
+        self.ends = [end]  # after each undecided part, its end in the unit's ops
+        self.outcomes: list[BaseException | None] = []  # the decided parts', in order
+        self.done = done
+
+    def finish(self, error: BaseException | None) -> None:
+        """The undecided parts all ended with `error` (None: stored)."""
+        if self.outcomes:
+            self.done(self.outcomes + [error] * len(self.ends))
+        else:
+            self.done(error)
 
 
 @dataclass(slots=True)
@@ -149,7 +175,52 @@ class SqlJournal:
                 self._defer(self._end_turn)
             self._turn.append(_Unit(ops, done, self._turn_at))
             return
-        unit = _Unit(ops, done, time.monotonic())
+        self._enqueue(_Unit(ops, done, time.monotonic()))
+
+    def open_unit(self, ops: list[Operation], done: Callable[[object], None]) -> _Unit:
+        """Extension of the port: `submit` a unit that more parts may join (`add_part`) while
+        it is the last unit submitted in this reactor turn, so that one producer link's durable
+        messages of a turn are stored, completed and settled together (one `_Unit`, one
+        completion). `done(outcome)`: None when every part is stored, an error when none is
+        (the unit failed as a whole: an outage past `fail_after_s`, a lost lease), or a list of
+        one outcome per part after a part's own fault: the unit is then replayed one
+        transaction per part (`_split`), as a batch is one per unit, so that a fault fails its
+        own part alone. `ops` is the unit's own list: parts are appended to it."""
+        parts = _Parts(len(ops), done)
+        unit = _Unit(ops, parts.finish, 0.0, parts)
+        defer = self._defer
+        if defer is None:
+            unit.submitted = time.monotonic()
+            self._enqueue(unit)
+            return unit
+        self._keep_for_turn(unit, defer)
+        return unit
+
+    def add_part(self, unit: _Unit, ops: Sequence[Operation]) -> bool:
+        """One more part of `unit` (`open_unit`), if it is still the last unit of this turn and
+        not too big; False otherwise (nothing is done: the caller opens a new unit)."""
+        turn = self._turn
+        if not turn or turn[-1] is not unit:
+            return False
+        have = unit.ops
+        if len(have) + len(ops) > PARTS_MAX_OPS:
+            return False
+        have.extend(ops)  # type: ignore[attr-defined]  # open_unit's own list
+        unit.parts.ends.append(len(have))  # type: ignore[union-attr]
+        return True
+
+    def _keep_for_turn(self, unit: _Unit, defer: Callable[[Callable[[], None]], object]) -> None:
+        """`submit` in the broker: kept for the end of this reactor turn (`_hand_over`)."""
+        if self._closing:
+            raise StoreClosed("the store is closed")
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            self._turn_at = time.monotonic()  # when its units were submitted, near enough
+            defer(self._end_turn)
+        unit.submitted = self._turn_at
+        self._turn.append(unit)
+
+    def _enqueue(self, unit: _Unit) -> None:
         with self._lock_pending:
             if self._closing:
                 raise StoreClosed("the store is closed")
@@ -419,6 +490,13 @@ class SqlJournal:
             self._deliver([(item.done, [])])
 
     def _complete(self, work: deque, count: int, error: BaseException | None) -> None:
+        if count == 1 and error is not None and not isinstance(error, LeaseLost):
+            head = work[0]
+            if head.parts is not None and len(head.parts.ends) > 1:
+                # A fault of a unit of parts: which part's? Each is decided in a transaction of
+                # its own, as `_write_batch` does for the units of a batch.
+                self._split(head)
+                error = None  # every part is decided: `_Parts.finish` hands over their outcomes
         calls = []
         for _ in range(count):
             unit = work.popleft()
@@ -428,6 +506,33 @@ class SqlJournal:
             self._stats.add("failed_units", count)
             log.warning("store unit failed: %s", one_line(error))
         self._deliver(calls)
+
+    def _split(self, unit: _Unit) -> None:
+        """Apply `unit`'s undecided parts one transaction each, in order, keeping each outcome.
+        An outage raises `_Unreachable` with the unit trimmed to what is still undecided: the
+        writer retries that (parts already stored are not written twice)."""
+        parts = unit.parts
+        assert parts is not None
+        ops, ends, start, decided = unit.ops, parts.ends, 0, 0
+        try:
+            for end in ends:
+                part = ops[start:end]
+                try:
+                    self._commit([_Unit(part, None, unit.submitted)], len(part))
+                except _Unreachable:
+                    raise
+                except Exception as part_error:
+                    log.warning("store unit failed: %s", one_line(part_error))
+                    self._stats.add("failed_units")
+                    parts.outcomes.append(part_error)
+                else:
+                    parts.outcomes.append(None)
+                decided += 1
+                start = end
+        finally:
+            if decided:
+                unit.ops = ops[start:]
+                parts.ends = [end - start for end in ends[decided:]]
 
     def _deliver(self, calls: Sequence[tuple[Callable, object]]) -> None:
         if not calls:

@@ -113,10 +113,11 @@ class FlowControl:
         self.pending_bytes += nbytes
         self.pending_units += 1
 
-    def unit_done(self, nbytes: int) -> None:
-        """That unit committed (its messages are now on their queues, counted there) or failed."""
+    def unit_done(self, nbytes: int, units: int = 1) -> None:
+        """That unit committed (its messages are now on their queues, counted there) or failed.
+        `units`: the sends of a unit of parts (`core.bursts`), each counted as a unit here."""
         self.pending_bytes -= nbytes
-        self.pending_units -= 1
+        self.pending_units -= units
         self.released()
 
     def wait(self, key: object, resume: Callable[[], None]) -> None:

@@ -14,6 +14,7 @@ from . import ports
 from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address, QueuePurpose
+from .bursts import Burst
 from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
 from .directory import Directory
 from .duplicates import DuplicateIds
@@ -279,7 +280,14 @@ class PostOffice(Directory):
             return
         self._submit(ops, refs, sum(r.message.size for r in refs), done, remembered)
 
-    def _post_one(self, destination: tuple[Message, list[Queue]], done: Done | None) -> bool:
+    def post_part(self, plan: Plan, burst: Burst, token: object) -> bool:
+        """`post` of a producer's usual plan (`_post_one`) as a part of `burst` (`core.bursts`):
+        stored with the owner's other sends of this turn, settled through the burst with
+        `token`. False (nothing done) for any other plan: the caller uses `post`."""
+        return len(plan) == 1 and self._post_one(plan[0], None, burst, token)
+
+    def _post_one(self, destination: tuple[Message, list[Queue]], done: Done | None,
+                  burst: Burst | None = None, token: object = None) -> bool:
         """`post` of the usual plan, without its general bookkeeping: one message a producer
         sent, to queues it reaches, no duplicate id, nothing retained, nothing paged. False
         (nothing done) for anything else. Q1D on SQLite FULL, with the records as plain slots
@@ -306,7 +314,9 @@ class PostOffice(Directory):
                 if ops is None:
                     ops = [ports.AddMessage(self.message_record(message))]
                 ops.append(ports.AddReference(q.name, message.id))
-        if ops is None and not self._unconfirmed:
+        if burst is not None:
+            burst.add(ops or [], refs, message.size * len(refs), token)
+        elif ops is None and not self._unconfirmed:
             failed = self._place(refs)
             if done is not None:
                 done(failed)
@@ -330,10 +340,7 @@ class PostOffice(Directory):
             if error is None:
                 error = self._place(refs)
             else:
-                for r in refs:
-                    r.queue.pending -= 1
-                    if not r.queue.pending and r.queue.idle:
-                        self.queue_idle_check(r.queue)
+                self._not_placed(refs)
             if error is not None:
                 for address, duplicate_id in remembered:
                     self.duplicates.forget(address, duplicate_id)  # a resend is not a duplicate
@@ -341,6 +348,13 @@ class PostOffice(Directory):
                 done(error)
 
         self.journal.submit(ops, committed)
+
+    def _not_placed(self, refs: list[Ref]) -> None:
+        """Refs whose unit failed: no longer on their way to their queues."""
+        for r in refs:
+            r.queue.pending -= 1
+            if not r.queue.pending and r.queue.idle:
+                self.queue_idle_check(r.queue)
 
     def _place(self, refs: list[Ref]) -> BaseException | None:
         """Committed refs onto their queues, the paged ones first: paging to the spool can fail

@@ -16,6 +16,7 @@ from cproton_ffi.lib import (pn_delivery_aborted, pn_delivery_partial, pn_delive
                              pn_link_credit, pn_link_current, pn_link_queued, pn_link_recv)
 
 from ..core import links as core_links
+from ..core.bursts import Burst
 from ..core.flow import DROP, FAIL
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, recovery
@@ -51,7 +52,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
     batches_transfers = True  # Connection.process takes a batch's transfers in one call
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
-                 "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed")
+                 "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed", "burst")
 
     def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
         self.conn = conn
@@ -72,6 +73,8 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         # tags it accepted; `resumed`: tags the broker told a recovering sender it has.
         self.memory_key: tuple[str, str] | None = None
         self.resumed: set = set()
+        # This link's sends of a turn that go through the store, as one journal unit.
+        self.burst = Burst(self.postoffice, self._settle_burst)
 
     @classmethod
     def attach(cls, conn: Connection, link) -> ProducerLink | None:
@@ -322,7 +325,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
             return
         if presettled:
             if not po.post_now(plan):
-                po.post(plan, self._completion(None))  # no outcome owed; the credit waits
+                self._post_stored(po, plan, None)  # no outcome owed; the credit waits
             pn_delivery_settle(d)
         elif po.post_now(plan):  # nothing to store: accepted at once, no callback to build
             pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
@@ -330,7 +333,48 @@ class ProducerLink(ProducerRoutes, LinkHandler):
                 recovery.memory_of(broker).accepted(self.memory_key, recovery.delivery_tag(d))
             pn_delivery_settle(d)
         else:
+            self._post_stored(po, plan, d)
+
+    def _post_stored(self, po, plan, d) -> None:
+        """A send through the store: with this turn's others as one journal unit (`burst`,
+        settled together in `_settle_burst`), or alone when its plan is not the usual one.
+        The transfer holds its credit until then (`unconfirmed`)."""
+        self.unconfirmed += 1
+        if not po.post_part(plan, self.burst, d):
+            self.unconfirmed -= 1
             po.post(plan, self._completion(d))
+
+    def _settle_burst(self, deliveries: list, outcomes) -> None:
+        """Sends of one journal unit stored (`outcomes` None) or not, each as `_completion`
+        would settle it (a None delivery was settled at the sender: no outcome owed); the
+        credit they held comes back then."""
+        self.unconfirmed -= len(deliveries)
+        if not self.active:
+            return  # the link, and Proton's deliveries with it, is gone
+        memory = recovery.memory_of(self.broker) if self.memory_key is not None else None
+        if outcomes is None:
+            for d in deliveries:
+                if d is not None:
+                    pn_delivery_update(d, PN_ACCEPTED)
+                    if memory is not None:
+                        memory.accepted(self.memory_key, recovery.delivery_tag(d))
+                    pn_delivery_settle(d)
+        else:
+            for d, error in zip(deliveries, outcomes):
+                if d is None:
+                    continue
+                if error is None:
+                    self._accepted(d)
+                else:
+                    set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
+                                  conditions.condition_for(error), f"message not stored: {error}")
+                    pn_delivery_update(d, PN_REJECTED)
+                pn_delivery_settle(d)
+        conn = self.conn
+        if not conn.marked:
+            conn.server.mark(conn)
+        if pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
+            self._top_up_credit()
 
     def _transaction_of(self, d, presettled: bool):
         """[transactions] The open transaction a transactional transfer names; None (and the
@@ -372,24 +416,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         self.unconfirmed += 1
 
         def done(error: BaseException | None) -> None:
-            self.unconfirmed -= 1
-            if not self.active:
-                return  # the link, and Proton's delivery with it, is gone
-            if d is not None:
-                if error is None:  # `_accepted`, inline: once per durable message
-                    pn_delivery_update(d, PN_ACCEPTED)
-                    if self.memory_key is not None:
-                        recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
-                else:
-                    set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
-                                  conditions.condition_for(error), f"message not stored: {error}")
-                    pn_delivery_update(d, PN_REJECTED)
-                pn_delivery_settle(d)
-                conn = self.conn
-                if not conn.marked:  # once per turn is enough (a turn completes hundreds)
-                    conn.server.mark(conn)
-            if pn_link_credit(self.link) + self.unconfirmed < PRODUCER_CREDIT_LOW:
-                self._top_up_credit()
+            self._settle_burst([d], None if error is None else [error])
         return done
 
     def _refused_as_full(self, d, presettled: bool, txn, plan) -> bool:

@@ -112,3 +112,18 @@ def table_counts(engine) -> dict[str, int]:
     with engine.connect() as connection:
         return {table.name: connection.execute(select(func.count()).select_from(table)).scalar()
                 for table in (addresses, queues, messages, message_refs)}
+
+
+class Turn:
+    """A reactor's `call_soon` for the journal's `defer`: what it schedules runs at `end()`."""
+
+    def __init__(self) -> None:
+        self.scheduled: list = []
+
+    def defer(self, fn) -> None:
+        self.scheduled.append(fn)
+
+    def end(self) -> None:
+        scheduled, self.scheduled = self.scheduled, []
+        for fn in scheduled:
+            fn()

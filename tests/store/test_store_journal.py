@@ -19,6 +19,7 @@ from hermod.broker.core.ports import (
 from hermod.store import StoreClosed, UnknownQueue
 from store_testing import (
     Completions,
+    Turn,
     held_post,
     message,
     queue,
@@ -322,21 +323,6 @@ def test_recovery_can_keep_only_a_window_of_each_queue(store_url, open_store):
     completions = Completions()
     journal.read_page("deep", 4, 100, completions.done(None))
     assert ids(completions.wait_for(1)[0][1]) == list(range(5, 11))
-
-
-class Turn:
-    """A reactor's `call_soon` for the journal's `defer`: what it schedules runs at `end()`."""
-
-    def __init__(self) -> None:
-        self.scheduled: list = []
-
-    def defer(self, fn) -> None:
-        self.scheduled.append(fn)
-
-    def end(self) -> None:
-        scheduled, self.scheduled = self.scheduled, []
-        for fn in scheduled:
-            fn()
 
 
 def test_units_of_a_turn_go_to_the_writer_at_its_end_in_order_and_a_faulty_one_fails_alone(
