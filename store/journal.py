@@ -26,77 +26,26 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from hermod.broker.core.ports import Operation, Recovered, StoredReference
 
 from . import recovery
 from .apply import Applier
 from .engine import display_url
-from .errors import StoreClosed, StoreError, StoreUnavailable, StoreUnreachable, one_line
+from .journal_units import PARTS_MAX_OPS, Done, PageDone, Parts, Read, Unit, split
+from .outages import Unreachable, cause, unreachable
+from .errors import StoreClosed, StoreError, StoreUnavailable, one_line
 from .lease import LeaseLost
-from .lock import StoreLock, StoreLockLost
+from .lock import StoreLock
 from .stats import JournalStats, StatsCounter
 
 log = logging.getLogger(__name__)
 
-Done = Callable[[BaseException | None], None]
-PageDone = Callable[[list[StoredReference] | BaseException], None]
 # `loop.call_soon_threadsafe` or anything with its shape: post(callback, *args).
 Post = Callable[..., object]
-
-
-@dataclass(slots=True)
-class _Unit:
-    ops: Sequence[Operation]
-    done: Done | None
-    submitted: float  # time.monotonic()
-    parts: _Parts | None = None  # a unit of parts (`open_unit`); None: a plain unit
-
-
-# A unit of parts stops taking more at this many operations (a turn's burst of a link is at most
-# its credit, 1000 messages, but a message may have a reference per queue of a wide address).
-PARTS_MAX_OPS = 4096
-
-
-class _Parts:
-    """The parts of a unit opened with `open_unit`: where each ends in the unit's ops, and the
-    outcomes of those already decided one by one (`SqlJournal._split`). `finish` is the unit's
-    `done` as the writer sees it: it hands the owner one outcome per part when they differ."""
-
-    __slots__ = ("ends", "outcomes", "done")
-
-    def __init__(self, end: int, done: Callable[[object], None]) -> None:
-        self.ends = [end]  # after each undecided part, its end in the unit's ops
-        self.outcomes: list[BaseException | None] = []  # the decided parts', in order
-        self.done = done
-
-    def finish(self, error: BaseException | None) -> None:
-        """The undecided parts all ended with `error` (None: stored)."""
-        if self.outcomes:
-            self.done(self.outcomes + [error] * len(self.ends))
-        else:
-            self.done(error)
-
-
-@dataclass(slots=True)
-class _Read:
-    queue: str
-    after: int
-    limit: int
-    done: PageDone
-
-
-class _Unreachable(Exception):
-    """The database could not be reached; the work is intact and may be retried."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(one_line(cause))
-        self.cause = cause
 
 
 class SqlJournal:
@@ -133,9 +82,9 @@ class SqlJournal:
         self._stats = StatsCounter()
         self._lock_pending = threading.Lock()
         self._cond = threading.Condition(self._lock_pending)
-        self._pending: list[_Unit | _Read] = []
+        self._pending: list[Unit | Read] = []
         self._defer = defer
-        self._turn: list[_Unit] = []  # reactor thread only
+        self._turn: list[Unit] = []  # reactor thread only
         self._turn_scheduled = False
         self._turn_at = 0.0
         # The writer waits for work: `submit` (the reactor's hot path) notifies only then.
@@ -173,21 +122,21 @@ class SqlJournal:
                 self._turn_scheduled = True
                 self._turn_at = time.monotonic()  # when its units were submitted, near enough
                 self._defer(self._end_turn)
-            self._turn.append(_Unit(ops, done, self._turn_at))
+            self._turn.append(Unit(ops, done, self._turn_at))
             return
-        self._enqueue(_Unit(ops, done, time.monotonic()))
+        self._enqueue(Unit(ops, done, time.monotonic()))
 
-    def open_unit(self, ops: list[Operation], done: Callable[[object], None]) -> _Unit:
+    def open_unit(self, ops: list[Operation], done: Callable[[object], None]) -> Unit:
         """Extension of the port: `submit` a unit that more parts may join (`add_part`) while
         it is the last unit submitted in this reactor turn, so that one producer link's durable
-        messages of a turn are stored, completed and settled together (one `_Unit`, one
+        messages of a turn are stored, completed and settled together (one `Unit`, one
         completion). `done(outcome)`: None when every part is stored, an error when none is
         (the unit failed as a whole: an outage past `fail_after_s`, a lost lease), or a list of
         one outcome per part after a part's own fault: the unit is then replayed one
         transaction per part (`_split`), as a batch is one per unit, so that a fault fails its
         own part alone. `ops` is the unit's own list: parts are appended to it."""
-        parts = _Parts(len(ops), done)
-        unit = _Unit(ops, parts.finish, 0.0, parts)
+        parts = Parts(len(ops), done)
+        unit = Unit(ops, parts.finish, 0.0, parts)
         defer = self._defer
         if defer is None:
             unit.submitted = time.monotonic()
@@ -196,7 +145,7 @@ class SqlJournal:
         self._keep_for_turn(unit, defer)
         return unit
 
-    def add_part(self, unit: _Unit, ops: Sequence[Operation]) -> bool:
+    def add_part(self, unit: Unit, ops: Sequence[Operation]) -> bool:
         """One more part of `unit` (`open_unit`), if it is still the last unit of this turn and
         not too big; False otherwise (nothing is done: the caller opens a new unit)."""
         turn = self._turn
@@ -209,7 +158,7 @@ class SqlJournal:
         unit.parts.ends.append(len(have))  # type: ignore[union-attr]
         return True
 
-    def _keep_for_turn(self, unit: _Unit, defer: Callable[[Callable[[], None]], object]) -> None:
+    def _keep_for_turn(self, unit: Unit, defer: Callable[[Callable[[], None]], object]) -> None:
         """`submit` in the broker: kept for the end of this reactor turn (`_hand_over`)."""
         if self._closing:
             raise StoreClosed("the store is closed")
@@ -220,7 +169,7 @@ class SqlJournal:
         unit.submitted = self._turn_at
         self._turn.append(unit)
 
-    def _enqueue(self, unit: _Unit) -> None:
+    def _enqueue(self, unit: Unit) -> None:
         with self._lock_pending:
             if self._closing:
                 raise StoreClosed("the store is closed")
@@ -250,7 +199,7 @@ class SqlJournal:
         with self._cond:
             if self._closing:
                 raise StoreClosed("the store is closed")
-            self._pending.append(_Read(queue, after_message_id, limit, done))
+            self._pending.append(Read(queue, after_message_id, limit, done))
             self._cond.notify()
 
     def close(self) -> None:
@@ -282,7 +231,7 @@ class SqlJournal:
     # -- the writer thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
-        work: deque[_Unit | _Read] = deque()
+        work: deque[Unit | Read] = deque()
         delay = self._retry_initial_s
         while True:
             with self._cond:
@@ -298,12 +247,12 @@ class SqlJournal:
                     return
                 continue
             try:
-                if isinstance(work[0], _Read):
+                if isinstance(work[0], Read):
                     self._read(work[0])
                     work.popleft()
                 else:
                     self._write(work)
-            except _Unreachable as error:
+            except Unreachable as error:
                 if self._read_given_up(work, closing):
                     continue
                 self._outage(error, work, closing)
@@ -315,11 +264,11 @@ class SqlJournal:
                 self._fail_head(work)
             delay = self._retry_initial_s
 
-    def _write(self, work: deque[_Unit | _Read]) -> None:
-        batch: list[_Unit] = []
+    def _write(self, work: deque[Unit | Read]) -> None:
+        batch: list[Unit] = []
         ops = 0
         for item in work:
-            if not isinstance(item, _Unit) or (batch and ops + len(item.ops) > self._max_batch_ops):
+            if not isinstance(item, Unit) or (batch and ops + len(item.ops) > self._max_batch_ops):
                 break
             batch.append(item)
             ops += len(item.ops)
@@ -328,10 +277,10 @@ class SqlJournal:
         # on for the same work when the store is back): plain inserts again (`_commit`).
         self._replaying = False
 
-    def _write_batch(self, work: deque[_Unit | _Read], batch: list[_Unit], ops: int) -> None:
+    def _write_batch(self, work: deque[Unit | Read], batch: list[Unit], ops: int) -> None:
         try:
             self._commit(batch, ops)
-        except _Unreachable:
+        except Unreachable:
             raise
         except LeaseLost as error:  # every unit would fail the same way: no replay
             self._complete(work, len(batch), error)
@@ -346,7 +295,7 @@ class SqlJournal:
             for unit in batch:
                 try:
                     self._commit([unit], len(unit.ops))
-                except _Unreachable:
+                except Unreachable:
                     raise
                 except Exception as unit_error:
                     self._complete(work, 1, unit_error)
@@ -355,7 +304,7 @@ class SqlJournal:
             return
         self._complete(work, len(batch), None)
 
-    def _commit(self, batch: list[_Unit], ops: int) -> None:
+    def _commit(self, batch: list[Unit], ops: int) -> None:
         """Commit `batch` in one transaction, with plain inserts first. They refuse a row that
         is already stored, which only a replay should meet (the outcome of a commit lost with
         the connection; a message stored by an earlier unit and added again): after any
@@ -367,7 +316,7 @@ class SqlJournal:
             try:
                 self._transaction(batch, ops, idempotent=False)
                 return
-            except (_Unreachable, LeaseLost):
+            except (Unreachable, LeaseLost):
                 self._replaying = True
                 raise
             except Exception as error:
@@ -377,7 +326,7 @@ class SqlJournal:
         self._stats.add("idempotent_commits")
         self._transaction(batch, ops, idempotent=True)
 
-    def _transaction(self, batch: list[_Unit], ops: int, idempotent: bool) -> None:
+    def _transaction(self, batch: list[Unit], ops: int, idempotent: bool) -> None:
         started = time.perf_counter()
         try:
             connection = self._connect()
@@ -394,12 +343,12 @@ class SqlJournal:
             self._raise_if_unreachable(error)
             if isinstance(error, StoreError):
                 raise
-            raise StoreError(f"store {self._where}: {_cause(error)}") from error
+            raise StoreError(f"store {self._where}: {cause(error)}") from error
         self._applier.committed()
         self._stats.commit(len(batch), ops, time.perf_counter() - started)
         self._reached()
 
-    def _read(self, read: _Read) -> None:
+    def _read(self, read: Read) -> None:
         page: list[StoredReference] | StoreError
         try:
             connection = self._connect()
@@ -410,10 +359,10 @@ class SqlJournal:
         except Exception as error:
             self._raise_if_unreachable(error)
             log.error("store %s: page read of %s failed: %s", self._where, read.queue,
-                      _cause(error))
+                      cause(error))
             # Not an empty page, which would read as "nothing more stored" and hide the rest
             # of the queue: the error, and the queue tries again later.
-            page = StoreError(f"store {self._where}: page read failed: {_cause(error)}")
+            page = StoreError(f"store {self._where}: page read failed: {cause(error)}")
         else:
             self._reached()
         self._stats.add("pages_read")
@@ -431,13 +380,13 @@ class SqlJournal:
 
     def _read_given_up(self, work: deque, closing: bool) -> bool:
         """While closing, a read that cannot be served is answered with an empty page."""
-        if closing and work and isinstance(work[0], _Read):
+        if closing and work and isinstance(work[0], Read):
             read = work.popleft()
             self._deliver([(read.done, [])])
             return True
         return False
 
-    def _outage(self, error: _Unreachable, work: deque[_Unit | _Read], closing: bool) -> None:
+    def _outage(self, error: Unreachable, work: deque[Unit | Read], closing: bool) -> None:
         now = time.monotonic()
         self._stats.add("retries")
         if self._outage_since is None:
@@ -454,7 +403,7 @@ class SqlJournal:
         # would lose it silently, so it waits for the database however long that takes.
         # Only a broker that is stopping gives them up, and says so.
         expired = [item for item in work
-                   if isinstance(item, _Unit) and (item.done is not None or closing)
+                   if isinstance(item, Unit) and (item.done is not None or closing)
                    and now - item.submitted >= self.fail_after_s]
         if not expired:
             return
@@ -472,17 +421,17 @@ class SqlJournal:
         self._stats.add("expired_units", len(expired))
         self._deliver([(unit.done, failure) for unit in expired if unit.done is not None])
 
-    def _backoff(self, delay: float, work: deque[_Unit | _Read]) -> float:
+    def _backoff(self, delay: float, work: deque[Unit | Read]) -> float:
         """The retry delay, cut short so that the oldest unit is rejected on time."""
-        oldest = next((item.submitted for item in work if isinstance(item, _Unit)
+        oldest = next((item.submitted for item in work if isinstance(item, Unit)
                        and (item.done is not None or self._closing)), None)
         if oldest is None:
             return delay
         return max(0.001, min(delay, oldest + self.fail_after_s - time.monotonic()))
 
-    def _fail_head(self, work: deque[_Unit | _Read]) -> None:
+    def _fail_head(self, work: deque[Unit | Read]) -> None:
         item = work.popleft()
-        if isinstance(item, _Unit):
+        if isinstance(item, Unit):
             self._stats.add("failed_units")
             if item.done is not None:
                 self._deliver([(item.done, StoreError("store writer failed on this unit"))])
@@ -496,7 +445,7 @@ class SqlJournal:
                 # A fault of a unit of parts: which part's? Each is decided in a transaction of
                 # its own, as `_write_batch` does for the units of a batch.
                 self._split(head)
-                error = None  # every part is decided: `_Parts.finish` hands over their outcomes
+                error = None  # every part is decided: `Parts.finish` hands over their outcomes
         calls = []
         for _ in range(count):
             unit = work.popleft()
@@ -507,32 +456,15 @@ class SqlJournal:
             log.warning("store unit failed: %s", one_line(error))
         self._deliver(calls)
 
-    def _split(self, unit: _Unit) -> None:
-        """Apply `unit`'s undecided parts one transaction each, in order, keeping each outcome.
-        An outage raises `_Unreachable` with the unit trimmed to what is still undecided: the
-        writer retries that (parts already stored are not written twice)."""
-        parts = unit.parts
-        assert parts is not None
-        ops, ends, start, decided = unit.ops, parts.ends, 0, 0
-        try:
-            for end in ends:
-                part = ops[start:end]
-                try:
-                    self._commit([_Unit(part, None, unit.submitted)], len(part))
-                except _Unreachable:
-                    raise
-                except Exception as part_error:
-                    log.warning("store unit failed: %s", one_line(part_error))
-                    self._stats.add("failed_units")
-                    parts.outcomes.append(part_error)
-                else:
-                    parts.outcomes.append(None)
-                decided += 1
-                start = end
-        finally:
-            if decided:
-                unit.ops = ops[start:]
-                parts.ends = [end - start for end in ends[decided:]]
+    def _split(self, unit: Unit) -> None:
+        split(unit, self._commit_part, self._part_failed)
+
+    def _commit_part(self, unit: Unit) -> None:
+        self._commit([unit], len(unit.ops))
+
+    def _part_failed(self, error: BaseException) -> None:
+        log.warning("store unit failed: %s", one_line(error))
+        self._stats.add("failed_units")
 
     def _deliver(self, calls: Sequence[tuple[Callable, object]]) -> None:
         if not calls:
@@ -565,54 +497,9 @@ class SqlJournal:
         self._applier.forget()
 
     def _raise_if_unreachable(self, error: BaseException) -> None:
-        if _unreachable(error, self._sqlite):
+        if unreachable(error, self._sqlite):
             self._drop_connection()
-            raise _Unreachable(error) from error
-
-
-# SQLSTATE classes of PostgreSQL errors that are the database's state, not the unit's fault:
-# connection exception, transaction rollback (serialization failure, deadlock), insufficient
-# resources (disk full, out of memory, too many connections), operator intervention (admin or
-# crash shutdown, cannot connect now), system error (I/O). Anything else the server answers
-# (data exception 22, integrity 23, program limit 54: a 3 KB duplicate id over the index row
-# limit, syntax 42...) is the unit's own fault: retrying it cannot help, and waiting on it would
-# stall every unit behind it.
-_PG_OUTAGE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
-# SQLite primary result codes that say the same (the file, not the unit): busy, locked, I/O
-# error, disk full, cannot open, read-only (a file system remounted read-only), protocol.
-_SQLITE_OUTAGE_CODES = frozenset({5, 6, 8, 10, 13, 14, 15})
-
-
-def _unreachable(error: BaseException, sqlite: bool) -> bool:
-    """Is `error` an outage of the database (retry the same work later) rather than a fault of
-    the unit being applied (fail that unit alone)?"""
-    if isinstance(error, (StoreUnreachable, StoreLockLost)):
-        return True
-    if isinstance(error, DBAPIError):
-        if error.connection_invalidated:
-            return True
-        orig = error.orig
-        if sqlite:
-            code = getattr(orig, "sqlite_errorcode", None)
-            if code is not None:
-                return (code & 0xFF) in _SQLITE_OUTAGE_CODES
-            text = str(orig).lower()
-            return isinstance(error, OperationalError) and any(
-                word in text for word in ("locked", "busy", "disk i/o", "unable to open", "full"))
-        if isinstance(error, InterfaceError):
-            return True  # the connection is closed or broken
-        sqlstate = getattr(orig, "sqlstate", None)
-        if sqlstate is None:
-            # No answer from the server at all (connection lost mid-statement, connect failed).
-            return isinstance(error, OperationalError)
-        return sqlstate[:2] in _PG_OUTAGE_CLASSES
-    return isinstance(error, (ConnectionError, TimeoutError))
-
-
-def _cause(error: BaseException) -> str:
-    if isinstance(error, DBAPIError) and error.orig is not None:
-        return one_line(error.orig)
-    return one_line(error)
+            raise Unreachable(error) from error
 
 
 def _call_all(calls: Sequence[tuple[Callable, object]]) -> None:
