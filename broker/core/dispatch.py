@@ -117,7 +117,9 @@ class Dispatch(QueueState):
                 while i < n:
                     ref = refs[i]
                     try:
-                        expiration = ref.message.expiration
+                        expiration = ref.message._expiration  # kept once read: no property call
+                        if expiration is None:
+                            expiration = ref.message.expiration
                     except Exception:  # noqa: BLE001 - one message's fault: the general pass keeps it
                         log.exception("message %s on %s: dispatch check failed", ref.message.id, self.name)
                         general = True
