@@ -152,7 +152,9 @@ class Backlog:
     def append(self, ref: Ref) -> None:
         if ref.in_level == DEAD:
             self._purge(ref)
-        p = ref.message.priority
+        p = ref.message.envelope.priority  # `Message.priority`, inline
+        if p > 9:
+            p = 9
         self.levels[p].append(ref)
         ref.in_level = LIVE
         self.count += 1

@@ -93,23 +93,33 @@ class Dispatch(QueueState):
 
     def _dispatch_one(self, c: Consumer) -> None:
         """The plain pass for a queue's one consumer: a run of refs as long as its credit taken
-        in one call (`Backlog.take`), each delivered as `_deliver` does, inline. What the run
-        does not deliver (the connection's output filled up, an error) goes back in its place.
+        in one call (`Backlog.take`), checked and counted as `_deliver` does, inline, then
+        written by the link in one call (`send_run`, when the link has it). What the run does
+        not deliver (the connection's output filled up, an error) goes back in its place.
         Three Python calls less per delivery: 398 -> 282 ns per delivery of the core's
-        dispatch alone (1,000 refs to a no-op link, best of 30), ~1.5% of T4's broker CPU."""
+        dispatch alone (1,000 refs to a no-op link, best of 30), ~1.5% of T4's broker CPU.
+        The run written in one call: fanout (10 diverts, 30k, memory) 9.47k -> 9.73k msg/s,
+        0.961 -> 0.932 broker CPU s per 100k deliveries; T4 (50k) 0.565 -> 0.552 (medians of
+        4, interleaved, load 1.3-1.7)."""
         backlog = self.backlog
         now = 0
         general = False
-        send, in_flight = c.link.send, c.in_flight  # once a pass (figure: Connection.process)
+        in_flight = c.in_flight  # once a pass (figure: Connection.process)
+        link = c.link
+        send_run = getattr(link, "send_run", None) or _SendEach(link).send_run
         while backlog.count and c.credit > 0 and not c.blocked:
             refs = backlog.take(c.credit)
             n = len(refs)
-            i = 0  # refs[:i] are delivered (or expired); the rest go back if the run stops
+            i = 0  # refs[:i] are in `run` (or expired); the rest go back if the run stops
+            run: list[Ref] = []
+            sent = 0
             try:
-                while i < n and c.credit > 0 and not c.blocked:
+                while i < n:
                     ref = refs[i]
                     try:
-                        expiration = ref.message.expiration
+                        expiration = ref.message._expiration  # kept once read: no property call
+                        if expiration is None:
+                            expiration = ref.message.expiration
                     except Exception:  # noqa: BLE001 - one message's fault: the general pass keeps it
                         log.exception("message %s on %s: dispatch check failed", ref.message.id, self.name)
                         general = True
@@ -126,16 +136,30 @@ class Dispatch(QueueState):
                     ref.delivery_count += 1
                     ref.consumer = c
                     in_flight[ref] = None
-                    c.credit -= 1
-                    self.delivering += 1
-                    send(c, ref)
+                    run.append(ref)
+                if run:
+                    c.credit -= len(run)
+                    self.delivering += len(run)
+                    # A link that fails part-way leaves the run in flight (as `_deliver` leaves
+                    # a failed send): they come back when the consumer goes.
+                    sent = len(run)
+                    sent = send_run(c, run)
             finally:
-                if i < n:
+                if sent < len(run):  # the link stopped (its output is full) or failed
+                    unsent = run[sent:]
+                    for ref in unsent:
+                        ref.delivery_count -= 1
+                        ref.consumer = None
+                        del in_flight[ref]
+                    c.credit += len(unsent)
+                    self.delivering -= len(unsent)
+                    backlog.restore(unsent + refs[i:])
+                elif i < n:
                     backlog.restore(refs[i:])
             if general:
                 self._dispatch_general()
                 return
-            if i < n:
+            if i < n or sent < len(run):
                 return
 
     def _dispatch_general(self) -> None:
@@ -283,3 +307,21 @@ class Dispatch(QueueState):
                 continue
             c.credit -= 1
             c.link.send(c, ref)
+
+
+class _SendEach:
+    """`send_run` for a link that writes one message a call (`send`): it stops where the
+    consumer became blocked (its connection's output is full)."""
+
+    __slots__ = ("link",)
+
+    def __init__(self, link):
+        self.link = link
+
+    def send_run(self, c: Consumer, run: list[Ref]) -> int:
+        send = self.link.send
+        for i, ref in enumerate(run):
+            if c.blocked:
+                return i
+            send(c, ref)
+        return len(run)

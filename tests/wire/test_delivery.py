@@ -174,3 +174,18 @@ def test_duplicate_id_resend_is_accepted_and_dropped(broker):
     assert receive_bodies(r, 2) == ["first", "second"]
     assert nothing_more(r)
     conn.close()
+
+
+def test_a_run_the_output_budget_cuts_short_delivers_each_message_once_in_order(broker):
+    """A consumer with credit for a waiting backlog takes it as one run; 30 x 200 KiB is past
+    the connection's output budget (1 MiB between flushes), so the run stops part-way and the
+    rest goes back to the queue in its place, for the next flushes: each message once, in order."""
+    conn = connect(broker.url)
+    bodies = [bytes([i]) * 200_000 for i in range(30)]
+    send(conn, "d.run", *[Message(body=b) for b in bodies])
+    receiver = conn.create_receiver("d.run", credit=30)
+    got = receive_bodies(receiver, 30)
+    assert [b[0] for b in got] == list(range(30))
+    assert got == bodies
+    assert nothing_more(receiver)
+    conn.close()
