@@ -199,7 +199,7 @@ def _per_queue(family, add, rows, out: list) -> None:
 _STORE_METRICS = (
     ("hermod_store_commits_total", "counter", "Store transactions committed (group commits)",
      lambda s: s.commits),
-    ("hermod_store_units_total", "counter", "Units (sends, acks) committed", lambda s: s.units),
+    ("hermod_store_units_total", "counter", "Journal units committed (a unit holds one send, one producer link's sends of a reactor turn, or a batch of acknowledgements)", lambda s: s.units),
     ("hermod_store_operations_total", "counter", "Store operations committed", lambda s: s.ops),
     ("hermod_store_commit_batch_units_max", "gauge", "Largest commit batch, in units",
      lambda s: s.max_units_per_commit),
