@@ -98,6 +98,9 @@ class _PartsUnit:
         self.handle = None
         po = self._postoffice
         tokens, parts = self.tokens, self.refs
+        # Nor its sends: the owner's `Burst` keeps this unit until its next send, and a link
+        # that went quiet must not keep its last burst's messages alive once consumed.
+        self.tokens, self.refs = [], []
         count = len(tokens)
         po._unconfirmed -= count
         po.flow.unit_done(self.held, count)
