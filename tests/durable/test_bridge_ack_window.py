@@ -33,7 +33,8 @@ def test_a_local_broker_killed_while_its_store_lags_resends_at_most_the_window(s
     assert send_all(local.url, "outbound", numbered(TOTAL)) == TOTAL
     slow_down_acknowledgements(pg_store_url)
     remote_store = f"sqlite:///{tmp_path / 'remote.db'}"
-    remote = start_broker("--port", str(port), config=REMOTE_CONFIG, store=remote_store)
+    # An AMQP port given: the HTTP port would be the default 8161, which another run may hold.
+    remote = start_broker("--port", str(port), "--http-port", "0", config=REMOTE_CONFIG, store=remote_store)
     # More than a window forwarded: the old window let the remote take thousands while the
     # store had deleted a few hundred.
     wait_for(lambda: queue_row(remote.url, "inbound")["messages"] >= 2 * WINDOW, timeout=60,
