@@ -47,7 +47,10 @@ class Directory:
 
     # -- addresses -----------------------------------------------------------------------------
     def create_address(self, name: str, routing_types, *, auto_created: bool = False,
-                       temporary: bool = False, persist: bool = True) -> Address:
+                       temporary: bool = False, persist: bool = True,
+                       stored: ports.Done | None = None) -> Address:
+        """`stored(error)`, when given, is called once the store has the address (at once when
+        there was nothing to store)."""
         address = self.addresses.get(name)
         routing_types = {RoutingType(t).value for t in routing_types}
         if address is None:
@@ -63,11 +66,15 @@ class Directory:
             if not address.wildcard:
                 self.bound.address_created(address)
             if persist and not temporary:
-                self._persist_address(address)
+                self._persist_address(address, stored)
+                return address
         elif not set(routing_types) <= address.routing_types:
             address.routing_types |= set(routing_types)
             if persist and not temporary:
-                self._persist_address(address)
+                self._persist_address(address, stored)
+                return address
+        if stored is not None:
+            stored(None)
         return address
 
     def _forget_address(self, name: str) -> Address | None:
@@ -102,19 +109,25 @@ class Directory:
             address.retains = found.retention_days > 0 and self.journal.durable
             self.retaining = self.retaining or address.retains
 
-    def _persist_address(self, address: Address) -> None:
+    def _persist_address(self, address: Address, stored: ports.Done | None = None) -> None:
         if self.journal.durable:
             self.journal.submit([ports.PutAddress(ports.AddressRecord(
-                address.name, frozenset(address.routing_types), address.auto_created))], None)
+                address.name, frozenset(address.routing_types), address.auto_created))], stored)
+        elif stored is not None:
+            stored(None)
 
-    def delete_address(self, name: str) -> None:
+    def delete_address(self, name: str, stored: ports.Done | None = None) -> None:
+        """`stored(error)` as for `create_address` (the store's units complete in order, so the
+        address's queues, deleted first, are gone from it by then)."""
         address = self._forget_address(name)
-        if address is None:
-            return
-        for queue in list(address.queues.values()):
-            self.delete_queue(queue.name)
-        if self.journal.durable and not address.temporary:
-            self.journal.submit([ports.DeleteAddress(name)], None)
+        if address is not None:
+            for queue in list(address.queues.values()):
+                self.delete_queue(queue.name)
+            if self.journal.durable and not address.temporary:
+                self.journal.submit([ports.DeleteAddress(name)], stored)
+                return
+        if stored is not None:
+            stored(None)
 
     def ensure_address(self, name: str, routing_type: str | None) -> Address:
         """The address for a link or a relayed message: created, or given the routing type it
@@ -181,9 +194,15 @@ class Directory:
         if queue.durable and self.journal.durable:
             self.journal.submit([ports.PutQueue(queue.record())], None)
 
-    def delete_queue(self, name: str) -> None:
+    def delete_queue(self, name: str, stored: ports.Done | None = None) -> None:
+        """`stored(error)`, when given, is called once the store no longer has the queue (at
+        once for a queue it never had): management answers then, as Artemis does once its
+        journal has the deletion, so a queue deleted and answered for stays deleted after a
+        crash."""
         queue = self.queues.pop(name, None)
         if queue is None:
+            if stored is not None:
+                stored(None)
             return
         queue.deleted = True
         if queue.lingering:
@@ -196,7 +215,9 @@ class Directory:
         queue.consumers.clear()
         queue.clear()
         if queue.durable and self.journal.durable:
-            self.journal.submit([ports.DeleteQueue(name)], None)
+            self.journal.submit([ports.DeleteQueue(name)], stored)
+        elif stored is not None:
+            stored(None)
         address = queue.address
         if (not address.in_use and address.auto_created and not address.senders
                 and self.settings_for(address.name).auto_delete_addresses

@@ -115,6 +115,8 @@ class Api:
                 result = await _wait(result)
         except ManagementError as e:
             return Response.error(e.status, str(e))
+        except _StoreFailed as e:  # the operation's change did not reach the store
+            return Response.error(503, f"store failed: {e}")
         if result is None:
             return Response.json(204, None)
         return Response.json(201 if created else 200, result)
@@ -198,13 +200,17 @@ def _int(text: str | None, name: str) -> int | None:
         raise _BadRequest(f"{name} must be an integer") from None
 
 
+class _StoreFailed(Exception):
+    """What a `Deferred` answered with an error (the store's) becomes in `_call`: a 503."""
+
+
 async def _wait(deferred: Deferred):
     future = asyncio.get_running_loop().create_future()
 
     def done(value, error):
         if not future.done():
             if error is not None:
-                future.set_exception(error if isinstance(error, BaseException) else RuntimeError(str(error)))
+                future.set_exception(_StoreFailed(str(error)))
             else:
                 future.set_result(value)
     deferred.then(done)

@@ -158,9 +158,11 @@ class Management:
             raise BadRequest("routing_types must be a list of anycast/multicast")
         if name in self.postoffice.addresses:
             raise Conflict(f"address {name} already exists")
-        return address_info(self.postoffice.create_address(name, set(routing_types)))
+        answer = Deferred()
+        created = self.postoffice.create_address(name, set(routing_types), stored=_answer(answer, None))
+        return _answered(answer, lambda: address_info(created))
 
-    def address_delete(self, args: dict) -> None:
+    def address_delete(self, args: dict) -> Deferred:
         name = _arg(args, "name", required=True)
         address = self.postoffice.addresses.get(name)
         if address is None:
@@ -170,7 +172,9 @@ class Management:
         if address.bindings.all_diverts():
             raise Conflict(f"address {name} has diverts or composites: "
                            f"{', '.join(d.name for d in address.bindings.all_diverts())}")
-        self.postoffice.delete_address(name)
+        answer = Deferred()
+        self.postoffice.delete_address(name, stored=_answer(answer, None))
+        return answer
 
     # -- queues -----------------------------------------------------------------------------------
     def queue_list(self, args: dict) -> list[dict]:
@@ -225,11 +229,15 @@ class Management:
         messages.compile_predicate(self.postoffice, filter_text)  # a bad selector is a 400
         queue = self.postoffice.create_queue(name, address, routing_type, durable=durable,
                                              filter_text=filter_text)
-        return queue_info(queue)
+        answer = Deferred()
+        queue.when_persisted(lambda _queue, error: answer.resolve(None, error))
+        return _answered(answer, lambda: queue_info(queue))
 
-    def queue_delete(self, args: dict) -> None:
+    def queue_delete(self, args: dict) -> Deferred:
         queue = messages.find_queue(self.postoffice, args.get("name"))
-        self.postoffice.delete_queue(queue.name)
+        answer = Deferred()
+        self.postoffice.delete_queue(queue.name, stored=_answer(answer, None))
+        return answer
 
     def queue_purge(self, args: dict) -> dict:
         queue = messages.find_queue(self.postoffice, args.get("name"))
@@ -308,3 +316,21 @@ class Management:
         if self.codec is None:
             raise ManagementError("no message codec registered")
         return self.codec
+
+
+# -- answers once stored ---------------------------------------------------------------------------
+# Creating and deleting addresses and queues answer once the store has the change (Artemis
+# answers once its bindings journal has it): a 201 or 204 then survives a crash. While the
+# store is away the answer waits; a store that gives up is a 503, "store failed: ...".
+
+
+def _answer(answer: Deferred, value: Any):
+    """A store callback (`Done`) that resolves `answer` with `value`, or with the store's error."""
+    return lambda error: answer.resolve(value, error)
+
+
+def _answered(answer: Deferred, value: Callable[[], Any]) -> Deferred:
+    """`answer` with the value `value()` gives once stored (what the thing looks like then)."""
+    result = Deferred()
+    answer.then(lambda _ignored, error: result.resolve(None if error else value(), error))
+    return result

@@ -78,7 +78,7 @@ class ManagementEndpoint:
         if isinstance(result, Deferred):
             result.then(lambda value, error: self._reply(
                 reply_to, correlation, None if error else json.dumps(value),
-                500 if error else 200, f"store failed: {error}" if error else None))
+                503 if error else 200, f"store failed: {error}" if error else None))
             return
         self._reply(reply_to, correlation, result if legacy else json.dumps(result), 200, None)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
-for helper_dir in (TESTS / "store", TESTS / "wire", TESTS):
+for helper_dir in (TESTS / "store", TESTS / "wire", TESTS / "http", TESTS):
     if str(helper_dir) not in sys.path:
         sys.path.insert(0, str(helper_dir))
 

@@ -22,6 +22,7 @@ Both run a proton Container on a thread of their own; lists they fill are only a
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +172,26 @@ class StoreView:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class HeldSqlite:
+    """A SQLite store the broker cannot commit to while `stop`ped: another connection holds
+    an exclusive lock on it (to the broker, an outage) until `start`."""
+
+    def __init__(self, tmp_path: Path, name: str = "held.db"):
+        self.path = tmp_path / name
+        self.url = f"sqlite:///{self.path}"
+        self._lock: sqlite3.Connection | None = None
+
+    def stop(self) -> None:
+        self._lock = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+        self._lock.execute("BEGIN EXCLUSIVE")  # the store cannot commit until `start`
+
+    def start(self) -> None:
+        if self._lock is not None:
+            self._lock.execute("ROLLBACK")
+            self._lock.close()
+            self._lock = None
 
 
 def sqlite_path(store_url: str) -> Path:

@@ -13,15 +13,16 @@ give-up time, and nothing of it stored."""
 from __future__ import annotations
 
 import re
-import sqlite3
 import struct
+import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from proton import Described, Message, ulong, uint
 
 from amqp_frames import ATTACH, DISPOSITION, FLOW, TRANSFER, FrameClient, encode, frame, settled_count
-from durable_clients import body_of, receive_exactly, require_postgresql
+from durable_clients import HeldSqlite, body_of, receive_exactly, require_postgresql
 from hermod.broker.tools.clients import management_call
 from hermod_testing import wait_for
 from pgcluster import PgCluster
@@ -57,12 +58,22 @@ def journal_depth(broker) -> int:
     return int(re.search(r"^hermod_journal_depth (\d+)$", text, re.M).group(1))
 
 
-def delete_queue(broker, name: str) -> None:
-    """Over HTTP: an AMQP management reply would be routed, and so wait behind the burst (a
-    non-durable message waits for the durable ones before it, to keep their order)."""
+def delete_queue(broker, name: str) -> int:
+    """Over HTTP (an AMQP management reply would be routed, and so wait behind the burst: a
+    non-durable message waits for the durable ones before it, to keep their order); answered
+    once the store has the deletion."""
     request = urllib.request.Request(f"{http_base(broker)}/api/queues/{name}", method="DELETE")
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        assert resp.status == 204
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return resp.status
+
+
+def queue_exists(broker, name: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{http_base(broker)}/api/queues/{name}", timeout=10):
+            return True
+    except urllib.error.HTTPError as e:
+        assert e.code == 404, e
+        return False
 
 
 class BurstSender:
@@ -122,27 +133,6 @@ def mixed_burst(count: int, tag: str) -> list[Message]:
 
 
 # -- how the store is made to wait -------------------------------------------------------------
-
-
-class HeldSqlite:
-    def __init__(self, tmp_path):
-        self.path = tmp_path / "bursts.db"
-        self.url = f"sqlite:///{self.path}"
-        self._lock: sqlite3.Connection | None = None
-
-    def stop(self) -> None:
-        self._lock = sqlite3.connect(self.path, isolation_level=None, timeout=10)
-        self._lock.execute("BEGIN EXCLUSIVE")  # the store cannot commit until `start`
-
-    def queue_names(self) -> set[str]:
-        with sqlite3.connect(self.path, timeout=10) as db:
-            return {name for (name,) in db.execute("SELECT name FROM queues")}
-
-    def start(self) -> None:
-        if self._lock is not None:
-            self._lock.execute("ROLLBACK")
-            self._lock.close()
-            self._lock = None
 
 
 class StoppedPostgres:
@@ -236,13 +226,16 @@ def test_sends_to_a_queue_deleted_while_their_burst_is_stored_are_refused_alone(
     sender = BurstSender(broker)
     count = 40
     store.stop()
-    try:
-        sender.send_burst(mixed_burst(count, "d"))
-        wait_for(lambda: journal_depth(broker) == count, message="the burst in the journal")
-        delete_queue(broker, "burst.gone")
-        assert sender.nothing_settled()
-    finally:
-        store.start()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            sender.send_burst(mixed_burst(count, "d"))
+            wait_for(lambda: journal_depth(broker) == count, message="the burst in the journal")
+            deleting = pool.submit(delete_queue, broker, "burst.gone")
+            wait_for(lambda: not queue_exists(broker, "burst.gone"), message="the queue gone from the broker")
+            assert sender.nothing_settled()
+        finally:
+            store.start()
+        assert deleting.result(timeout=30) == 204  # the deletion stored: it stays after kill -9
     outcomes = sender.outcomes(count)
     assert [outcomes[n][0] for n in range(0, count, 2)] == [ACCEPTED] * (count // 2)
     refused = [outcomes[n] for n in range(1, count, 2)]
@@ -250,9 +243,6 @@ def test_sends_to_a_queue_deleted_while_their_burst_is_stored_are_refused_alone(
         (REJECTED, "amqp:not-found")] * (count // 2)
     assert all("burst.gone" in description for _, _, description in refused)
     sender.close()
-    # The deletion is the journal's next unit after the burst's: the outcomes above can come
-    # before it commits. (An HTTP delete is answered before the store has it.)
-    wait_for(lambda: "burst.gone" not in store.queue_names(), message="the deletion stored")
 
     broker.kill()
     broker = start_broker(config=QUEUES.split("[[address]]\nname = \"burst.gone\"")[0], store=store.url)

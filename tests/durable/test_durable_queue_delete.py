@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from proton import Message
 
-from durable_clients import AsyncProducer, StoreView, queue_stats, receive_exactly, wait_until
+from durable_clients import AsyncProducer, StoreView, queue_stats, receive_exactly
 from hermod.broker.tools.clients import management_call
 
 DEPTH = 10_000
@@ -53,8 +53,8 @@ def test_deleting_a_deep_queue_leaves_no_reference_nor_unshared_message(brokers)
     management_call(broker.url, "queue.delete", timeout=60, args={"name": "deep"})
     assert "deep" not in queue_stats(broker.url)
     with StoreView(brokers.store_url) as store:
-        # The deletion is written behind the management answer.
-        wait_until(lambda: store.queue_names() == {"kept"}, "the queue's row deleted")
+        # Management answers once the store has the deletion (test_management_stored.py).
+        assert store.queue_names() == {"kept"}
         assert store.scalar("SELECT count(*) FROM message_refs") == KEPT
         assert store.message_count() == KEPT
         assert store.scalar("SELECT count(*) FROM messages m WHERE NOT EXISTS"
