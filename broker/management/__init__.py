@@ -239,10 +239,10 @@ class Management:
         self.postoffice.delete_queue(queue.name, stored=_answer(answer, None))
         return answer
 
-    def queue_purge(self, args: dict) -> dict:
+    def queue_purge(self, args: dict) -> Deferred:
         queue = messages.find_queue(self.postoffice, args.get("name"))
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
-        return {"removed": messages.purge(self.postoffice, queue, match)}
+        return messages.purge(self.postoffice, queue, match)
 
     def queue_browse(self, args: dict) -> list[dict]:
         queue = self._readable_queue(args)
@@ -319,8 +319,8 @@ class Management:
 
 
 # -- answers once stored ---------------------------------------------------------------------------
-# Creating and deleting addresses and queues answer once the store has the change (Artemis
-# answers once its bindings journal has it): a 201 or 204 then survives a crash. While the
+# Creating and deleting addresses and queues, and purging one, answer once the store has the
+# change (Artemis answers once its journal has it): the answer then survives a crash. While the
 # store is away the answer waits; a store that gives up is a 503, "store failed: ...".
 
 

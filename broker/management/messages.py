@@ -82,13 +82,19 @@ def describe(codec: MessageCodec, ref: Ref) -> dict:
 # -- purge ------------------------------------------------------------------------------------------
 
 
-def purge(po, queue: Queue, match) -> int:
-    """Remove every waiting message (that matches): not dead-lettered, not counted as acked."""
+def purge(po, queue: Queue, match) -> Deferred:
+    """Remove every waiting message (that matches): not dead-lettered, not counted as acked.
+    Answered `{"removed": N}` once the store has the removals, so purged messages stay purged
+    after a crash."""
     taken = queue.take_waiting(_ref_predicate(match))
     ops = [core_ports.DeleteReference(queue.name, r.message.id) for r in taken if r.durable]
+    answer = Deferred()
+    removed = {"removed": len(taken)}
     if ops:
-        po.journal.submit(ops, None)
-    return len(taken)
+        po.journal.submit(ops, lambda error: answer.resolve(removed, error))
+    else:
+        answer.resolve(removed)
+    return answer
 
 
 # -- move and retry ---------------------------------------------------------------------------------

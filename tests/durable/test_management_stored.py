@@ -1,5 +1,5 @@
-"""Management creates and deletes addresses and queues, and answers once the store has the
-change (as Artemis answers once its bindings journal has it): a 201 or a 204 survives a
+"""Management creates and deletes addresses and queues, and purges queues, and answers once
+the store has the change (as Artemis answers once its journal has it): the answer survives a
 SIGKILL. While the store is away (SQLite locked by another connection) the answer waits;
 past the store's give-up time it is a 503 "store failed", over HTTP and over AMQP."""
 from __future__ import annotations
@@ -121,3 +121,21 @@ def test_a_store_that_gives_up_is_a_503_over_http_and_over_amqp(held, start_brok
     status, answer = call(base, "POST", "/api/queues", {"name": "orders.c", "address": "orders"})
     assert status == 201, answer
     assert call(base, "DELETE", "/api/queues/orders.c") == (204, None)
+
+
+def test_a_purge_is_answered_once_stored_and_the_purged_stay_purged_after_a_kill(held, pool, start_broker):
+    broker = start_broker(config=ADDRESS, store=held.url)
+    base = http_url(broker)
+    assert call(base, "POST", "/api/queues", {"name": "orders.q", "address": "orders"})[0] == 201
+    send(broker.url, "orders", *(Message(body=f"m{n}", durable=True, properties={"n": n}) for n in range(6)))
+    held.stop()
+    purging = pool.submit(call, base, "POST", "/api/queues/orders.q/purge", {"filter": "n < 4"})
+    wait_for(lambda: call(base, "GET", "/api/queues/orders.q")[1]["messages"] == 2,
+             message="the purge done in the broker")
+    assert not purging.done()
+    held.start()
+    assert purging.result(timeout=10) == (200, {"removed": 4})
+
+    broker.kill()
+    broker = start_broker(config=ADDRESS, store=held.url)
+    assert [m.body for m in receive_exactly(broker.url, "orders::orders.q", 2)] == ["m4", "m5"]
