@@ -46,6 +46,9 @@ class Target:
     address: str
     routing_type: str = STRIP  # anycast | multicast | pass | strip
     filter: Predicate | None = None
+    # Where its last copy went, while that holds (`Divert.fire`): (the address, the copy's
+    # routing type, the address's bindings version then, the queues it reached).
+    reached: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.routing_type in (FORCE_ANYCAST, FORCE_MULTICAST):
@@ -126,6 +129,8 @@ class Divert:
         self.fired += 1
         po = context.postoffice
         path = context.path
+        plan = context.plan
+        addresses = po.addresses
         for target in targets:
             name = target.address
             if message.hops >= MAX_FORWARD_HOPS or name in path:
@@ -141,12 +146,28 @@ class Divert:
             copy = divert_copy(po, message, self.name, name, rt, self.transformer, context)
             if copy is None:
                 continue
+            # The queues the target's last copy reached, while its address is the same object
+            # and nothing bound there changed (a deleted or recreated queue or address, a new
+            # divert, a filter: `Bindings.version`); else routed, and kept when
+            # `Bindings.fixed_selection` says the next copy goes the same way. No
+            # `forward_target`, `Bindings.route`/`select` per copy: 3.57 -> 3.21 µs a copy in
+            # process (`divert_copies.py --only copy`, 5 interleaved, load 2.4); live fanout
+            # 0.946 -> 0.927 broker CPU s per 100k deliveries (4 interleaved, load 2.6-2.8).
+            reached = target.reached
+            if reached is not None and reached[1] == rt:
+                address = reached[0]
+                if addresses.get(name) is address and address.bindings.version == reached[2]:
+                    plan.append((copy, reached[3][:]))
+                    continue
             try:
                 address = po.forward_target(name, rt)
             except HermodError as e:
                 log.warning("%s cannot forward to %s: %s", self.name, name, e)
                 continue
-            address.bindings.route(copy, rt, context)
+            bindings = address.bindings
+            bindings.route(copy, rt, context)
+            queues = bindings.fixed_selection(rt)
+            target.reached = None if queues is None else (address, rt, bindings.version, queues)
 
 
 def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> list[list[str]]:
