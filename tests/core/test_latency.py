@@ -22,3 +22,19 @@ def test_a_batch_within_one_bucket_and_one_across_bounds_count_as_one_by_one():
         batch.observe_since(now, arrivals)
         assert batch.cumulative() == one_by_one.cumulative()
         assert (batch.count, batch.sum_ms) == (one_by_one.count, one_by_one.sum_ms)
+
+
+def test_a_large_batch_in_any_order_counts_as_one_by_one():
+    import random
+
+    now = 10_000_000
+    rng = random.Random(7)
+    for _ in range(50):
+        arrivals = [now - rng.choice((0, 1, 5, 6, 10, 99, 100, 101, 4_999, 5_000, rng.randrange(400_000)))
+                    for _ in range(rng.randrange(1, 300))]
+        one_by_one, batch = LatencyHistogram(), LatencyHistogram()
+        for arrival in arrivals:
+            one_by_one.observe_ms(now - arrival)
+        batch.observe_since(now, arrivals)
+        assert batch.cumulative() == one_by_one.cumulative()
+        assert (batch.count, batch.sum_ms) == (one_by_one.count, one_by_one.sum_ms)
