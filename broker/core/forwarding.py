@@ -156,7 +156,7 @@ class Divert:
             reached = target.reached
             if reached is not None and reached[1] == rt:
                 address = reached[0]
-                if addresses.get(name) is address and address.bindings.version == reached[2]:
+                if address.bindings.version == reached[2] and addresses.get(name) is address:
                     plan.append((copy, reached[3][:]))
                     continue
             _route_copy(self.name, target, copy, rt, context)
@@ -221,7 +221,7 @@ def fire_plain(diverts: list[Divert], message: Message, context: RoutingContext)
             reached = target.reached  # as in `Divert.fire`
             if reached is not None and reached[1] == rt:
                 address = reached[0]
-                if addresses.get(name) is address and address.bindings.version == reached[2]:
+                if address.bindings.version == reached[2] and addresses.get(name) is address:
                     plan.append((copy, reached[3][:]))
                     continue
             _route_copy(via, target, copy, rt, context)
