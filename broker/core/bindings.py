@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .copies import plan_copy
-from .forwarding import Divert
+from .forwarding import Divert, fire_plain, plain
 from .message import ANYCAST, MULTICAST, Message
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class Bindings:
     """The bindings of one address (by routing-name group, see the module docstring)."""
 
-    __slots__ = ("name", "queues", "anycast", "multicast", "exclusive", "diverts", "_turn")
+    __slots__ = ("name", "queues", "anycast", "multicast", "exclusive", "diverts", "_turn", "version", "_plain")
 
     def __init__(self, name: str):
         self.name = name  # the address: the anycast group's routing name
@@ -51,11 +51,16 @@ class Bindings:
         self.exclusive: list[Divert] = []
         self.diverts: list[Divert] = []  # the non-exclusive ones
         self._turn = 0
+        # Bumped by every change of what is bound here: a divert's target keeps the queues a
+        # copy goes to with the version it read them at (`fixed_selection`, `Divert.fire`).
+        self.version = 0
+        self._plain = False  # every non-exclusive divert is `forwarding.plain`: they fire in one pass
 
     # -- binding -------------------------------------------------------------------------------
     def add_queue(self, queue: Queue, own: bool = True) -> None:
         """Bind a queue: one of the address's own (`own`), or a wildcard subscription's queue
         bound to a matching address."""
+        self.version += 1
         if own:
             self.queues[queue.name] = queue
         if queue.routing_type == ANYCAST:
@@ -66,6 +71,7 @@ class Bindings:
     def remove_queue(self, queue: Queue, own: bool = True) -> None:
         if own and self.queues.pop(queue.name, None) is None:
             return
+        self.version += 1
         if queue.routing_type == ANYCAST:
             if queue in self.anycast:
                 self.anycast.remove(queue)
@@ -87,14 +93,18 @@ class Bindings:
             self.remove_queue(binding, own=False)
 
     def add_divert(self, divert: Divert) -> None:
+        self.version += 1
         group = self.exclusive if divert.exclusive else self.diverts
         if divert not in group:
             group.append(divert)
+        self._plain = bool(self.diverts) and all(plain(d) for d in self.diverts)
 
     def remove_divert(self, divert: Divert) -> None:
+        self.version += 1
         group = self.exclusive if divert.exclusive else self.diverts
         if divert in group:
             group.remove(divert)
+        self._plain = bool(self.diverts) and all(plain(d) for d in self.diverts)
 
     def all_diverts(self) -> list[Divert]:
         """The divert bindings in the order they are evaluated (exclusive ones first)."""
@@ -139,8 +149,15 @@ class Bindings:
                 if not keep:
                     context.plan.append((message, []))
                     return
-                for divert in self.diverts:
-                    divert.route(message, routing_type, context)
+                # Plain diverts in one pass (no `Divert.route`/`fire`/`divert_copy` call per
+                # copy): 3.21 -> 2.86 µs a copy in process (`divert_copies.py --only copy`, 5
+                # interleaved, load 2.2); live fanout with `Target.reached`, 0.941 -> 0.884 broker
+                # CPU s per 100k deliveries against the build before both (4 interleaved, load 2.5).
+                if self._plain:
+                    fire_plain(self.diverts, message, context)
+                else:
+                    for divert in self.diverts:
+                        divert.route(message, routing_type, context)
             finally:
                 context.path.pop()
         out: list[Queue] = []
@@ -169,6 +186,24 @@ class Bindings:
             for q in self.multicast:
                 if q.filter is None or q.filter(message):
                     out.append(q)
+
+    def fixed_selection(self, routing_type: str | None) -> list[Queue] | None:
+        """The queues every send of `routing_type` reaches here, whatever the message, while
+        nothing bound here changes (`version`): no divert, no filter, no turn to take among
+        anycast queues. None when the message or the turn decides."""
+        if self.exclusive or self.diverts:
+            return None
+        out: list[Queue] = []
+        if routing_type != MULTICAST:
+            if len(self.anycast) > 1:
+                return None
+            out.extend(self.anycast)
+        if routing_type != ANYCAST:
+            out.extend(self.multicast)
+        for q in out:
+            if q.filter is not None or q.selector_aware:  # a selector-aware filter follows its consumers
+                return None
+        return out
 
     def refusal(self, routing_type: str | None, queue_name: str | None) -> str | None:
         """Why a send here that reached no queue must be refused (its target is missing), or

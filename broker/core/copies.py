@@ -103,7 +103,7 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     if heads is not None and context is not None:
         shared = context.copies_of
         if shared is None or shared[0] is not message:
-            shared = context.copies_of = _shared_part(heads, message, via)
+            shared = context.copies_of = shared_part(heads, message, via)
         _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
         head, envelope = head_of(via)
         copy: Message = SharedBodyCopy(head, base, bare_at, envelope, target, container_id, arrival, routing_type,
@@ -123,7 +123,7 @@ def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing
     return copy if transformer is None else _transformed(copy, via, transformer)
 
 
-def _shared_part(heads: Callable, message: Message, via: str) -> tuple:
+def shared_part(heads: Callable, message: Message, via: str) -> tuple:
     """What every divert copy of `message` in one send takes from it, read once: the codec's
     heads of its copies, its shared body, and the fields a copy has as its original has them.
     Due and expiring when the original is (same header, properties and arrival): not read

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from .copies import divert_copy
+from .copies import divert_copy, shared_part
 from .errors import HermodError
-from .message import Message, RoutingType
+from .message import Message, RoutingType, SharedBodyCopy
 
 if TYPE_CHECKING:
     from .bindings import RoutingContext
@@ -46,6 +46,9 @@ class Target:
     address: str
     routing_type: str = STRIP  # anycast | multicast | pass | strip
     filter: Predicate | None = None
+    # Where its last copy went, while that holds (`Divert.fire`): (the address, the copy's
+    # routing type, the address's bindings version then, the queues it reached).
+    reached: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.routing_type in (FORCE_ANYCAST, FORCE_MULTICAST):
@@ -126,6 +129,8 @@ class Divert:
         self.fired += 1
         po = context.postoffice
         path = context.path
+        plan = context.plan
+        addresses = po.addresses
         for target in targets:
             name = target.address
             if message.hops >= MAX_FORWARD_HOPS or name in path:
@@ -141,12 +146,85 @@ class Divert:
             copy = divert_copy(po, message, self.name, name, rt, self.transformer, context)
             if copy is None:
                 continue
-            try:
-                address = po.forward_target(name, rt)
-            except HermodError as e:
-                log.warning("%s cannot forward to %s: %s", self.name, name, e)
-                continue
-            address.bindings.route(copy, rt, context)
+            # The queues the target's last copy reached, while its address is the same object
+            # and nothing bound there changed (a deleted or recreated queue or address, a new
+            # divert, a filter: `Bindings.version`); else routed, and kept when
+            # `Bindings.fixed_selection` says the next copy goes the same way. No
+            # `forward_target`, `Bindings.route`/`select` per copy: 3.57 -> 3.21 µs a copy in
+            # process (`divert_copies.py --only copy`, 5 interleaved, load 2.4); live fanout
+            # 0.946 -> 0.927 broker CPU s per 100k deliveries (4 interleaved, load 2.6-2.8).
+            reached = target.reached
+            if reached is not None and reached[1] == rt:
+                address = reached[0]
+                if address.bindings.version == reached[2] and addresses.get(name) is address:
+                    plan.append((copy, reached[3][:]))
+                    continue
+            _route_copy(self.name, target, copy, rt, context)
+
+
+def _route_copy(via: str, target: Target, copy: Message, rt: str | None, context: RoutingContext) -> None:
+    """A copy to `target` that its `reached` queues do not take: routed at the target's
+    address (auto-create applies), and those queues kept when every next copy goes the same
+    way (`Bindings.fixed_selection`)."""
+    try:
+        address = context.postoffice.forward_target(target.address, rt)
+    except HermodError as e:
+        log.warning("%s cannot forward to %s: %s", via, target.address, e)
+        return
+    bindings = address.bindings
+    bindings.route(copy, rt, context)
+    queues = bindings.fixed_selection(rt)
+    target.reached = None if queues is None else (address, rt, bindings.version, queues)
+
+
+def plain(divert: Divert) -> bool:
+    """Does `divert` fire for every message, each target taking a copy as it is made (no
+    filter, no kind of send it keeps to, no target selector, no transformer), and keep the
+    original? Such diverts of one address fire in one pass (`fire_plain`)."""
+    return (divert.kind == DIVERT and not divert.exclusive and divert.applies_to is None
+            and divert.filter is None and divert._unfiltered and divert.transformer is None)
+
+
+def fire_plain(diverts: list[Divert], message: Message, context: RoutingContext) -> None:
+    """`Divert.route` of every divert in `diverts` (each `plain`), in one pass: the copies'
+    shared part read once (`copies.shared_part`), each copy made and sent to the queues its
+    target reached before without a Python call but its head and its object."""
+    po = context.postoffice
+    heads = po.copy_heads
+    if heads is None:  # no codec to splice heads with: each divert on its own
+        for divert in diverts:
+            divert.route(message, None, context)
+        return
+    shared = context.copies_of
+    if shared is None or shared[0] is not message:
+        shared = context.copies_of = shared_part(heads, message, diverts[0].name)
+    _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
+    path, plan, addresses, ids = context.path, context.plan, po.addresses, po._ids  # `next_message_id`, inline
+    for divert in diverts:
+        divert.fired += 1
+        via = divert.name
+        for target in divert.targets:
+            name = target.address
+            if hops > MAX_FORWARD_HOPS or name in path:  # the copy's hops: the original's + 1
+                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
+                            "it goes to the dead-letter address", message.id, message.hops, via)
+                context.dead_letter(message, via)
+                break
+            rt: str | None = target.routing_type  # `Target.copy_routing_type`, inline
+            if rt == STRIP:
+                rt = None
+            elif rt == PASS:
+                rt = message.routing_type
+            head, envelope = head_of(via)
+            copy = SharedBodyCopy(head, base, bare_at, envelope, name, container_id, arrival, rt, next(ids), hops,
+                                  scheduled, expiration)
+            reached = target.reached  # as in `Divert.fire`
+            if reached is not None and reached[1] == rt:
+                address = reached[0]
+                if address.bindings.version == reached[2] and addresses.get(name) is address:
+                    plan.append((copy, reached[3][:]))
+                    continue
+            _route_copy(via, target, copy, rt, context)
 
 
 def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> list[list[str]]:
@@ -183,5 +261,5 @@ def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> l
     return cycles
 
 
-__all__ = ["Divert", "Target", "find_cycles", "FORCE_ANYCAST",
+__all__ = ["Divert", "Target", "find_cycles", "fire_plain", "plain", "FORCE_ANYCAST",
            "FORCE_MULTICAST", "PASS", "STRIP", "DIVERT", "COMPOSITE", "MAX_FORWARD_HOPS"]

@@ -28,8 +28,29 @@ class LatencyHistogram:
 
     def observe_since(self, now_ms: int, arrivals: list[int]) -> None:
         """`observe_ms(now_ms - a)` for each arrival time in `arrivals` (a batch of
-        acknowledgements read at `now_ms`), without a Python call each."""
+        acknowledgements read at `now_ms`), without a Python call each: the batch sorted (in
+        C, and nearly in order already: a queue is acknowledged in order), each bucket its
+        batch spans is counted with one bisect of the sorted arrivals at its bound, not one
+        bisect per acknowledgement: 149 -> 11 ns an acknowledgement (timeit, batches of 250
+        spanning the 100 ms bound); it was 1.6% of the broker's CPU in fanout (10 diverts,
+        all consumed), where the batches often span a bound. Live, with `Queue.dirty` and
+        counting in C only batches inside one bucket: 0.889 -> 0.870 broker CPU s per 100k
+        deliveries (medians of 6, interleaved, load 1.8); this step alone is inside the live
+        A/B's noise (0.786 / 0.788, 6 interleaved, load 1.9)."""
         bounds, counts = self._bounds_ms, self.counts
+        n = len(arrivals)
+        ordered = sorted(arrivals)
+        if n and ordered[-1] <= now_ms:  # no clock step back in the batch
+            top = bisect_left(bounds, now_ms - ordered[0])  # the oldest one's bucket
+            counted = 0  # the newest arrivals, counted into the buckets below `bucket`
+            for bucket in range(bisect_left(bounds, now_ms - ordered[-1]), top):
+                within = n - bisect_left(ordered, now_ms - bounds[bucket])  # waited <= the bound
+                counts[bucket] += within - counted
+                counted = within
+            counts[top] += n - counted
+            self.sum_ms += now_ms * n - sum(ordered)
+            self.count += n
+            return
         total = 0
         for arrival in arrivals:
             ms = now_ms - arrival
@@ -38,7 +59,7 @@ class LatencyHistogram:
             counts[bisect_left(bounds, ms)] += 1
             total += ms
         self.sum_ms += total
-        self.count += len(arrivals)
+        self.count += n
 
     def snapshot(self) -> "LatencyHistogram":
         """A copy to read later (off the loop) while this one keeps counting."""

@@ -93,6 +93,7 @@ class PostOffice(Directory):
     # -- dispatch scheduling -------------------------------------------------------------------
     def schedule(self, queue: Queue) -> None:
         """Mark a queue for dispatch in this reactor turn (once, however many messages came)."""
+        queue.dirty = True
         self._dirty[queue] = None
         if not self._dispatch_scheduled and self._defer is not None:
             self._dispatch_scheduled = True
@@ -103,6 +104,7 @@ class PostOffice(Directory):
         while self._dirty:
             dirty, self._dirty = self._dirty, {}
             for queue in dirty:
+                queue.dirty = False
                 if not queue.deleted:
                     try:
                         queue.dispatch()

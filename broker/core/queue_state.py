@@ -52,6 +52,7 @@ class QueueState:
         self._timer = None
         self._timer_due = 0
         self.consumers: list[Consumer] = []
+        self.dirty = False  # marked for this turn's dispatch (`PostOffice.schedule`)
         self.groups: dict[object, Consumer] = {}
         self._last_values: dict[object, Ref] = {}
         self._groups_seen = False
