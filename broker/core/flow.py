@@ -71,7 +71,8 @@ class FlowControl:
         """Bytes of messages on the queues of `address` (or held for it by a transaction) changed
         by `delta`, and `refs` messages came (or went); the memory limit also counts each
         ref's estimated Python overhead (`ref_overhead`). Flow control is the only writer of
-        `address.size` and `memory_used`."""
+        `address.size` and `memory_used` but one: `Queue.enqueue` adds a coming message inline
+        (the hot path; adding wakes no one, only a release does)."""
         address.size += delta
         self.memory_used += delta + refs * self.ref_overhead
         if delta < 0:
