@@ -148,7 +148,7 @@ class Management:
         return [address_info(a) for a in sorted(self.postoffice.addresses.values(), key=lambda a: a.name)
                 if a.name != requester and not a.temporary and (view is None or view(a.name))]
 
-    def address_create(self, args: dict) -> dict:
+    def address_create(self, args: dict) -> Deferred:
         name = _arg(args, "name", required=True)
         routing_types = args.get("routing_types") or [ANYCAST]
         if isinstance(routing_types, str):
@@ -159,7 +159,7 @@ class Management:
         if name in self.postoffice.addresses:
             raise Conflict(f"address {name} already exists")
         answer = Deferred()
-        created = self.postoffice.create_address(name, set(routing_types), stored=_answer(answer, None))
+        created = self.postoffice.create_address(name, set(routing_types), stored=_answer(answer))
         return _answered(answer, lambda: address_info(created))
 
     def address_delete(self, args: dict) -> Deferred:
@@ -173,7 +173,7 @@ class Management:
             raise Conflict(f"address {name} has diverts or composites: "
                            f"{', '.join(d.name for d in address.bindings.all_diverts())}")
         answer = Deferred()
-        self.postoffice.delete_address(name, stored=_answer(answer, None))
+        self.postoffice.delete_address(name, stored=_answer(answer))
         return answer
 
     # -- queues -----------------------------------------------------------------------------------
@@ -216,7 +216,7 @@ class Management:
             raise Forbidden(f"not allowed to browse address {queue.address.name}")
         return queue
 
-    def queue_create(self, args: dict) -> dict:
+    def queue_create(self, args: dict) -> Deferred:
         name = _arg(args, "name", required=True)
         address = _arg(args, "address", default=name)
         routing_type = _arg(args, "routing_type", default=ANYCAST)
@@ -230,13 +230,13 @@ class Management:
         queue = self.postoffice.create_queue(name, address, routing_type, durable=durable,
                                              filter_text=filter_text)
         answer = Deferred()
-        queue.when_persisted(lambda _queue, error: answer.resolve(None, error))
-        return _answered(answer, lambda: queue_info(queue))
+        queue.when_persisted(lambda _queue, error: answer.resolve(None if error else queue_info(queue), error))
+        return answer
 
     def queue_delete(self, args: dict) -> Deferred:
         queue = messages.find_queue(self.postoffice, args.get("name"))
         answer = Deferred()
-        self.postoffice.delete_queue(queue.name, stored=_answer(answer, None))
+        self.postoffice.delete_queue(queue.name, stored=_answer(answer))
         return answer
 
     def queue_purge(self, args: dict) -> Deferred:
@@ -324,13 +324,15 @@ class Management:
 # store is away the answer waits; a store that gives up is a 503, "store failed: ...".
 
 
-def _answer(answer: Deferred, value: Any):
-    """A store callback (`Done`) that resolves `answer` with `value`, or with the store's error."""
-    return lambda error: answer.resolve(value, error)
+def _answer(answer: Deferred):
+    """A store callback (`Done`) that resolves `answer` with nothing, or with the store's error."""
+    return lambda error: answer.resolve(None, error)
 
 
 def _answered(answer: Deferred, value: Callable[[], Any]) -> Deferred:
-    """`answer` with the value `value()` gives once stored (what the thing looks like then)."""
+    """`answer` with the value `value()` gives once stored (what the thing looks like then).
+    `address_create` needs the second step: the memory store calls back inside
+    `create_address`, before the address it returns exists here."""
     result = Deferred()
     answer.then(lambda _ignored, error: result.resolve(None if error else value(), error))
     return result
