@@ -20,12 +20,18 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, cast
 
 if TYPE_CHECKING:
     from .queue import Ref
 
 LEVELS = 10
+
+# A priority level no message has used yet. An empty deque costs ~760 bytes (its first block),
+# ten of them most of a queue's memory: 100,000 idle subscriptions held 0.75 GB of empty FIFOs.
+# The placeholder iterates and tests false like an empty deque; `append` meets its
+# AttributeError once and makes the level's deque then.
+_UNUSED = cast("deque", ())
 
 # Ref.in_level: where the ref stands with the live FIFOs.
 OUT, LIVE, DEAD = 0, 1, 2  # DEAD: removed, its entry is still in a FIFO (a tombstone)
@@ -132,7 +138,7 @@ class Backlog:
     __slots__ = ("levels", "count", "top", "parked", "dead")
 
     def __init__(self) -> None:
-        self.levels: list[deque[Ref]] = [deque() for _ in range(LEVELS)]
+        self.levels: list[deque[Ref]] = [_UNUSED] * LEVELS  # made on first use (`append`)
         self.count = 0  # live refs in the FIFOs (parked ones not included)
         self.top = -1  # highest level that may be non-empty
         self.parked = Parked()
@@ -155,7 +161,10 @@ class Backlog:
         p = ref.message.envelope.priority  # `Message.priority`, inline
         if p > 9:
             p = 9
-        self.levels[p].append(ref)
+        try:
+            self.levels[p].append(ref)
+        except AttributeError:  # the level's first message (`_UNUSED`)
+            self.levels[p] = deque((ref,))
         ref.in_level = LIVE
         self.count += 1
         if p > self.top:
@@ -228,7 +237,9 @@ class Backlog:
         for p, group in by_level.items():
             group.sort()
             level = self.levels[p]
-            if not level or group[-1].message.id < level[0].message.id:
+            if not level:
+                self.levels[p] = deque(group)
+            elif group[-1].message.id < level[0].message.id:
                 level.extendleft(reversed(group))
             else:
                 self.levels[p] = deque(heapq.merge(group, level))
@@ -265,7 +276,8 @@ class Backlog:
         purge/move); in dispatch order by priority, then by message id. Tombstones go on the
         way (they are not refs of the queue any more)."""
         taken: list[Ref] = []
-        for p, level in enumerate(self.levels):
+        for p in range(LEVELS - 1, -1, -1):  # dispatch order: the highest priority first
+            level = self.levels[p]
             if not level:
                 continue
             kept: deque[Ref] = deque()
@@ -290,9 +302,10 @@ class Backlog:
 
     def clear(self) -> None:
         for level in self.levels:
-            for ref in level:
-                ref.in_level = OUT
-            level.clear()
+            if level:
+                for ref in level:
+                    ref.in_level = OUT
+                level.clear()
         self.count = 0
         self.dead = 0
         self.top = -1

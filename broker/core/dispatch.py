@@ -34,6 +34,8 @@ SCAN_BUDGET = 1000
 
 
 class Dispatch(QueueState):
+    __slots__ = ()
+
     def dispatch(self) -> None:
         if self.paged:
             self._page_in()

@@ -22,6 +22,8 @@ log = logging.getLogger("hermod.core")
 
 
 class Outcomes(QueueState):
+    __slots__ = ()
+
     def _settle_out(self, ref: Ref) -> Consumer | None:
         c = ref.consumer
         if c is not None:

@@ -22,6 +22,8 @@ PAGE_MEMORY_SHARE = 0.8  # no paging in while the broker's messages use this sha
 
 
 class Paging(QueueState):
+    __slots__ = ()
+
     def page_out(self, ref: Ref) -> None:
         """Page policy: the ref is in the store (or the spool) only; read back when the window
         drains. Raises OSError when the spool cannot keep it (nothing changed then)."""

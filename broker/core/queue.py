@@ -28,6 +28,8 @@ def _take_nothing(message: Message) -> bool:
 
 
 class Queue(Dispatch, Paging, Outcomes):
+    __slots__ = ()
+
     # -- messages in -----------------------------------------------------------------------------
     def enqueue(self, ref: Ref) -> None:
         self.added += 1

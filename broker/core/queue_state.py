@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 
 
 class QueueState:
+    # Slots, not a __dict__: a queue has ~50 fields, past what a shared-key dict holds, so each
+    # queue's dict was ~1.6 KB of its own (100,000 subscriptions: 160 MB). Every field is set here.
+    __slots__ = ("_browsers", "_cursor", "_groups_seen", "_last_values", "_owner", "_page_retry_ms",
+                 "_persist_waiters", "_plain", "_reading", "_resume", "_timer", "_timer_due", "_turn",
+                 "acked", "added", "address", "auto_created", "backlog", "consumers", "deleted",
+                 "delivering", "dirty", "durable", "ever_consumed", "exclusive", "expired", "extra",
+                 "filter", "filter_text", "groups", "held", "host", "last_value_key", "lingering",
+                 "max_consumers", "name", "outbound_annotations", "paged", "pending", "persisted",
+                 "purpose", "routing_type", "scheduled", "selector_aware", "size", "stores", "temporary")
+
     def __init__(self, host: ports.QueueHost, name: str, address: Address, routing_type: str = ANYCAST, *,
                  durable: bool = True, filter=None, filter_text: str | None = None,
                  max_consumers: int = -1, exclusive: bool = False, last_value_key: str | None = None,

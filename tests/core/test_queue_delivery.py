@@ -183,6 +183,30 @@ def test_scheduled_delivery_waits_until_due(po, clock):
     assert bodies(sink) == ["now", "at", "later"]
 
 
+def test_scheduled_messages_due_together_open_their_priorities_in_order(po, clock):
+    # Nothing has used these priorities on the queue yet: the due messages make their FIFOs.
+    for body, p in (("s2", 2), ("s8", 8), ("t2", 2), ("t8", 8)):
+        put(po, body, priority=p, annotations={"x-opt-delivery-delay": 1000})
+    c, sink = consumer(po)
+    assert bodies(sink) == []
+    clock.now += 1000
+    fire_timers(po)
+    assert bodies(sink) == ["s8", "t8", "s2", "t2"]
+
+
+def test_purging_a_queue_with_unused_priorities_then_using_them(po):
+    for body, p in (("a", 3), ("b", 6)):
+        put(po, body, priority=p)
+    q = po.queues["q"]
+    assert [r.message.encoded.decode() for r in q.take_waiting(lambda r: True)] == ["b", "a"]
+    q.backlog.clear()
+    assert q.message_count == 0
+    for body, p in (("c", 0), ("d", 9), ("e", 3)):
+        put(po, body, priority=p)
+    c, sink = consumer(po)
+    assert bodies(sink) == ["d", "e", "c"]
+
+
 def test_redelivery_delay_holds_a_failed_message_back(po, clock):
     po.settings = SettingsRepository([("#", {"redelivery_delay_ms": 1000})])
     put(po, "m")
