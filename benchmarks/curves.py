@@ -190,12 +190,15 @@ def subscriptions(quick: bool, store: str) -> dict:
     with HermodProc(store=store) as b:
         try:
             _warm(b)
+            base_rss = perfrun.rss_probe([b.pid])()
             for n in ([0, 100] if quick else [0, 100, 1000, 10000, 100000]):
                 extra = {}
                 if n > held:
                     holders.append(Holder(b, "subs", n - held, str(len(holders))))
                     extra["open_s_per_1k"] = round(holders[-1].open_s * 1000 / (n - held), 3)
                     held = n
+                if n:  # the subscriptions' queues and links, and their share of the holder's connections
+                    extra["rss_kib_per_sub"] = round((perfrun.rss_probe([b.pid])() - base_rss) / 1024 / n, 1)
                 flow = scenario_flow("t4", "curve.sub.topic", 1, 1, 0, count)
                 curve.add(n, _run(b, flow), flow, **extra)
         finally:
