@@ -259,7 +259,7 @@ def markdown(curves: list[dict]) -> str:
                   f"| {c['x_label']} | series | msg/s | deliveries/s | CPU µs/msg | CPU µs/delivery | RSS MiB | other | load |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for p in c["points"]:
-            other = ", ".join(f"{k}={p[k]}" for k in ("rss_kib_per_conn", "rss_idle_mib", "open_s_per_1k") if k in p)
+            other = ", ".join(f"{k}={p[k]}" for k in ("rss_kib_per_conn", "rss_kib_per_sub", "rss_idle_mib", "open_s_per_1k") if k in p)
             lines.append(f"| {p['x']:,} | {p['series']} | {p['msg_per_s']:,.0f} | {p['deliveries_per_s']:,.0f} | "
                          f"{p.get('cpu_us_per_msg', '')} | {p.get('cpu_us_per_delivery', '')} | "
                          f"{p.get('rss_mib', '')} | {other} | {p['load']} |")
