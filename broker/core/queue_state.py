@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 class QueueState:
     # Slots, not a __dict__: a queue has ~50 fields, past what a shared-key dict holds, so each
-    # queue's dict was ~1.6 KB of its own (100,000 subscriptions: 160 MB). Every field is set here.
+    # queue's dict was ~1.6 KB of its own (100,000 subscriptions: 160 MB). Every field is set in
+    # __init__ below; a new one goes in this list too (the mixins and Queue add no fields).
     __slots__ = ("_browsers", "_cursor", "_groups_seen", "_last_values", "_owner", "_page_retry_ms",
                  "_persist_waiters", "_plain", "_reading", "_resume", "_timer", "_timer_due", "_turn",
                  "acked", "added", "address", "auto_created", "backlog", "consumers", "deleted",
