@@ -23,6 +23,7 @@ from . import routing
 from .management import Management
 from .security.audit import AuditLog, no_audit
 from .security.auth import Authenticator, Principal
+from .security.authorization import NOBODY, Authorization
 from .security.permissions import Permissions
 from .protocol import codec, codec_edits
 from .protocol.management_codec import ManagementCodec
@@ -31,7 +32,6 @@ from .protocol.transformers import load_transformer
 log = logging.getLogger("hermod")
 
 MANAGEMENT_ADDRESS = "hermod.management"
-NOBODY = Principal("(not logged in)", frozenset())
 RECOVERY_WINDOW = 10_000  # messages per queue read at start; deeper queues page the rest in
 RECOVERY_MEMORY_SHARE = 0.5  # of the memory limit, for all the messages recovery reads
 
@@ -82,15 +82,25 @@ class Broker:
         if config.server.max_memory_mb is not None:  # before recovery, which reads within it
             self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
         self.auth = Authenticator(config.security)
-        self.permissions = Permissions(config.security.get("permissions", ()))
+        permissions = Permissions(config.security.get("permissions", ()))
         self.diverts: list = []  # the configured diverts and composites, as installed
         self.acting: Principal | None = None  # whose attach or send is being handled
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
+        # The one decision point (security/authorization.py): every way in asks it.
+        self.authorization = Authorization(permissions, self.audit)
         self.validate_user_id = config.security.get("validate_user_id", False)
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
         self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
         self.forwarder = None  # and its broker.cluster_forward.Forwarder (sends to other nodes)
+
+    @property
+    def permissions(self) -> Permissions:
+        return self.authorization.permissions
+
+    @permissions.setter
+    def permissions(self, permissions: Permissions) -> None:  # a reload
+        self.authorization.permissions = permissions
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -204,12 +214,7 @@ class Broker:
     def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
         """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,
         with a log line, unless the principal's roles allow it."""
-        who = principal or self.acting or NOBODY
-        if self.permissions.allows(who.roles, operation, address):
-            return
-        log.warning("denied: user %s may not %s on address %s", who.name, operation, address)
-        self.audit("denied", user=who.name, operation=operation, address=address)
-        raise errors.NotAuthorized(f"user {who.name} is not allowed to {operation} on address {address}")
+        self.authorization.require(principal or self.acting or NOBODY, operation, address)
 
     def subscription_delete_denial(self, principal: Principal | None, queue) -> str | None:
         """Closing a durable subscription deletes its queue: `delete_queue` on its address."""

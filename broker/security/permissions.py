@@ -44,6 +44,14 @@ class Permissions:
             return True
         return any(not roles.isdisjoint(e.get(operation, ())) for e in self._entries)
 
+    def grants_on_everything(self, roles: frozenset[str], operation: str) -> bool:
+        """An entry whose `match` is `#` (or `>`) grants `operation` to one of `roles`: the
+        broker-wide operations (connections, metrics) need this, not a grant on some address."""
+        if not self.enabled:
+            return True
+        return any(e["match"] in ("#", ">") and not roles.isdisjoint(e.get(operation, ()))
+                   for e in self._entries)
+
     def allows(self, roles: frozenset[str], operation: str, address: str) -> bool:
         if not self.enabled:
             return True

@@ -1,0 +1,111 @@
+"""The one authorization decision: (principal, operation, address) -> allowed, or a denial.
+
+Every way in asks here and nowhere else: attach by name, prefix, FQQN, composite parts, each
+message on an anonymous relay, virtual-topic consumer queues, each message routed into a
+wildcard subscription, link recovery, durable-subscription replace, AMQP and HTTP management,
+the console, cluster forwarding, bridges and the other protocols' adapters. A caller names the
+operation and the address it touches; this module says yes or no, and on no writes the log
+line and the audit record and builds the refusal (`core.errors.NotAuthorized`, which every
+adapter maps to its own wire form: `amqp:unauthorized-access`, a JMSSecurityException, a STOMP
+ERROR, MQTT 0x87).
+
+Ownership is decided here too: a durable subscription, a lingering subscription, a temporary
+queue and link-recovery state belong to the user who made them, and another user's attach
+under the same container id and link name gets none of it (`may_take_over`).
+
+`Permissions` holds the rule (the most specific `[[security.permission]]` entry decides, alone);
+this module applies it to principals and reports. A reload swaps the `Permissions` object.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from ..core import errors
+from .auth import Principal
+from .permissions import Permissions
+
+log = logging.getLogger("hermod.security")
+
+NOBODY = Principal("(not logged in)", frozenset())
+EVERYTHING = ("#", ">")  # the `match` of an entry that speaks for the whole broker
+
+
+def _no_audit(event: str, **fields) -> None:
+    """Stands in when no audit log is configured."""
+
+
+class Authorization:
+    """The decision point. `permissions` may be replaced (a reload); nothing else is state."""
+
+    def __init__(self, permissions: Permissions, audit: Callable[..., None] = _no_audit):
+        self.permissions = permissions
+        self.audit = audit
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any `[[security.permission]]` exists (none: everybody may do everything)."""
+        return self.permissions.enabled
+
+    # -- the decision -----------------------------------------------------------------------------
+    def allows(self, principal: Principal | None, operation: str, address: str) -> bool:
+        """The decision alone, silent: for filtering (lists, wildcard deliveries per message)."""
+        if not self.permissions.enabled:
+            return True
+        who = principal or NOBODY
+        return self.permissions.allows(who.roles, operation, address)
+
+    def require(self, principal: Principal | None, operation: str, address: str, *,
+                via: str = "amqp", **details) -> None:
+        """Raise NotAuthorized naming the operation and the address, with a log line and an
+        audit record, unless `principal` may do `operation` on `address`."""
+        if self.allows(principal, operation, address):
+            return
+        who = principal or NOBODY
+        log.warning("denied: user %s may not %s on address %s (%s)", who.name, operation, address, via)
+        self.audit("denied", user=who.name, operation=operation, address=address, via=via, **details)
+        raise errors.NotAuthorized(f"user {who.name} is not allowed to {operation} on address {address}")
+
+    def denial(self, principal: Principal | None, operation: str, address: str, *,
+               via: str = "amqp", **details) -> str | None:
+        """`require` as a value: None when allowed, else the refusal's description."""
+        try:
+            self.require(principal, operation, address, via=via, **details)
+        except errors.NotAuthorized as e:
+            return str(e)
+        return None
+
+    # -- broker-wide rights -------------------------------------------------------------------------
+    def broker_wide(self, principal: Principal | None, operation: str) -> bool:
+        """Broker-wide reads (`browse`) and writes (`manage`: closing a connection) need the right
+        from an entry whose `match` is `#` (or `>`): a grant on some addresses is not enough."""
+        if not self.permissions.enabled:
+            return True
+        who = principal or NOBODY
+        return self.permissions.grants_on_everything(who.roles, operation)
+
+    def grants_anywhere(self, principal: Principal | None, operation: str) -> bool:
+        """Some entry grants `operation` to the principal: enough to be let into the HTTP API,
+        whose every operation is then checked on its own address."""
+        if not self.permissions.enabled:
+            return True
+        who = principal or NOBODY
+        return self.permissions.grants_anywhere(who.roles, operation)
+
+    def view(self, principal: Principal | None) -> Callable[[str], bool] | None:
+        """Which addresses lists and `explain` show the principal: None (all of them) with no
+        permissions configured, else those it may `browse`."""
+        if not self.permissions.enabled:
+            return None
+        return lambda address: self.allows(principal, "browse", address)
+
+    # -- ownership ------------------------------------------------------------------------------------
+    @staticmethod
+    def may_take_over(principal: Principal | None, owner: str | None) -> bool:
+        """Whether `principal` may resume state another attach left under the same container id
+        and link name (a durable or lingering subscription, a temporary queue, recovery state):
+        only its owner may; state with no recorded owner (made before owners were kept, or with
+        security off) is open to whoever resumes it."""
+        if owner is None:
+            return True
+        return (principal.name if principal is not None else None) == owner
