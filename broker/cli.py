@@ -128,7 +128,13 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         # Timers in wall-clock epoch ms (scheduled delivery times are), run by the loop.
         return loop.call_later(max(0.0, due_ms / 1000.0 - time.time()), fn)
 
-    broker = Broker(cfg, journal=journal, defer=loop.call_soon, call_at=call_at)
+    try:
+        broker = Broker(cfg, journal=journal, defer=loop.call_soon, call_at=call_at)
+    except config_mod.ConfigError:  # e.g. an audit log that cannot be opened: the store lock goes
+        journal.close()
+        if keeper is not None:
+            keeper.stop(resign=True)
+        raise
     broker.cluster = cluster
     try:
         broker.start()

@@ -79,6 +79,11 @@ def make_engine(url: str | URL, *, sqlite_synchronous: str = "FULL") -> Engine:
     parsed = parse_url(url) if isinstance(url, str) else url
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, sqlite_synchronous)
+    try:
+        import psycopg  # noqa: F401 - only to tell a missing driver apart from a bad URL
+    except ImportError:
+        raise StoreError("a PostgreSQL store needs psycopg, which is not installed: "
+                         "pip install 'hermod-broker[postgresql]'") from None
     return create_engine(
         parsed,
         pool_pre_ping=True,

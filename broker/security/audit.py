@@ -9,10 +9,15 @@ import os
 import time
 from pathlib import Path
 
+from ..config import ConfigError
+
 
 class AuditLog:
     def __init__(self, path: Path):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as e:  # a start-up error: one line naming the key, exit 2
+            raise ConfigError(f"security.audit_log: cannot open {path}: {e.strerror}") from None
         self._file = os.fdopen(fd, "a", buffering=1, encoding="utf-8")
 
     def __call__(self, event: str, **fields) -> None:
