@@ -41,6 +41,7 @@ class Directory:
     creation_guard: Callable[[str, str], None] | None
     compile_filter: Callable[[str], Callable[[Message], bool]] | None
     lingering: Lingering
+    retired: dict[str, int]
 
     def settings_for(self, address: str) -> AddressSettings:
         return self.settings.for_address(address)
@@ -205,6 +206,11 @@ class Directory:
                 stored(None)
             return
         queue.deleted = True
+        retired = self.retired
+        retired["added"] += queue.added
+        retired["acked"] += queue.acked
+        retired["delivered"] += queue.delivered
+        retired["expired"] += queue.expired
         if queue.lingering:
             self.lingering.cancel(queue)
         queue.address.bindings.remove_queue(queue)

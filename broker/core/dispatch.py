@@ -147,6 +147,7 @@ class Dispatch(QueueState):
                     sent = len(run)
                     sent = send_run(c, run)
             finally:
+                self.delivered += sent
                 if sent < len(run):  # the link stopped (its output is full) or failed
                     unsent = run[sent:]
                     for ref in unsent:
@@ -295,6 +296,7 @@ class Dispatch(QueueState):
         c.in_flight[ref] = None
         c.credit -= 1
         self.delivering += 1
+        self.delivered += 1
         if self._groups_seen:
             message = ref.message
             if message.group_id is not None and message.group_sequence in GROUP_CLOSE:

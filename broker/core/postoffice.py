@@ -60,6 +60,8 @@ class PostOffice(Directory):
         self.compile_filter = compile_filter
         self.defer = defer or (lambda fn: fn())
         self.flow = FlowControl(self)
+        # The counters of deleted queues, so broker-wide totals (metrics) never go down.
+        self.retired = {"added": 0, "acked": 0, "delivered": 0, "expired": 0}
         self.timers: NoTimers | None = None
         if call_at is None:
             self.timers = NoTimers()

@@ -27,7 +27,7 @@ class QueueState:
     __slots__ = ("_browsers", "_cursor", "_groups_seen", "_last_values", "_owner", "_page_retry_ms",
                  "_persist_waiters", "_plain", "_reading", "_resume", "_timer", "_timer_due", "_turn",
                  "acked", "added", "address", "auto_created", "backlog", "consumers", "deleted",
-                 "delivering", "dirty", "durable", "ever_consumed", "exclusive", "expired", "extra",
+                 "delivered", "delivering", "dirty", "durable", "ever_consumed", "exclusive", "expired", "extra",
                  "filter", "filter_text", "groups", "held", "host", "last_value_key", "lingering",
                  "max_consumers", "name", "outbound_annotations", "paged", "pending", "persisted",
                  "purpose", "routing_type", "scheduled", "selector_aware", "size", "stores", "temporary")
@@ -73,6 +73,7 @@ class QueueState:
         self._turn = 0
         self._resume = None  # a dispatch pass that ran out of SCAN_BUDGET carries on here
         self.delivering = 0
+        self.delivered = 0  # deliveries to consumers, redeliveries included; never goes down
         self.added = 0
         self.acked = 0
         self.expired = 0

@@ -6,8 +6,10 @@ Micrometer gauges (`artemis_*` with `broker`, `address`, `queue`), where Hermod 
 plus `hermod_*` for the rest. Pure: the figures come from the core's public state and the
 connection port; the caller serves the text.
 
-Global counters are sums over the queues that exist now (a deleted queue takes its counts with
-it; Prometheus's rate() reads such a drop as a counter reset). One scrape is one pass over the
+Global counters never go down (Prometheus's rate() would read a drop as a restart): they are
+the sums over the queues that exist now plus what deleted queues had counted
+(`PostOffice.retired`); "delivered" counts deliveries to consumers, redeliveries included, so a
+consumer leaving with unacknowledged messages takes nothing back. One scrape is one pass over the
 queues, built as a list of lines: 10,000 queues cost tens of milliseconds (benchmarks/).
 """
 from __future__ import annotations
@@ -49,13 +51,14 @@ class Snapshot:
     loop updates one at a time, so a queue's row may be a message apart between two fields
     (ready is clamped at 0), as with any scrape taken during traffic."""
 
-    __slots__ = ("node", "queues", "connection_figures", "memory_limit", "memory_used", "latency",
+    __slots__ = ("node", "queues", "retired", "connection_figures", "memory_limit", "memory_used", "latency",
                  "journal_depth", "store", "bridges", "resident", "open_fds")
 
     def __init__(self, broker, connection_figures: dict):
         po = broker.postoffice
         self.node = broker.container_id
         self.queues = list(po.queues.values())
+        self.retired = dict(po.retired)
         self.connection_figures = connection_figures
         self.memory_limit = po.flow.memory_limit
         self.memory_used = po.flow.memory_used
@@ -85,18 +88,20 @@ def text(snap: Snapshot) -> str:
         add(f"# TYPE {name} {kind}")
 
     rows = []
-    total_added = total_acked = total_delivering = total_consumers = total_messages = 0
+    retired = snap.retired
+    total_added, total_acked, total_delivered = retired["added"], retired["acked"], retired["delivered"]
+    total_consumers = total_messages = 0
     figures = [(q.name, q.address.name, q.message_count, q.delivering, len(q.consumers), q.added, q.acked,
-                q.expired, len(q.scheduled), q.durable) for q in snap.queues]
+                q.expired, len(q.scheduled), q.durable, q.delivered) for q in snap.queues]
     for (qname, address, count, delivering, consumers, added, acked, expired, scheduled,
-         durable) in sorted(figures):
+         durable, delivered_here) in sorted(figures):
         name = _label(qname)
         rows.append((f'{{vhost="/",queue="{name}"}} ', f'{{broker="hermod",address="{_label(address)}",'
                      f'queue="{name}"}} ', count, delivering, consumers, added, acked, expired, scheduled,
                      durable))
         total_added += added
         total_acked += acked
-        total_delivering += delivering
+        total_delivered += delivered_here
         total_consumers += consumers
         total_messages += count
 
@@ -108,7 +113,7 @@ def text(snap: Snapshot) -> str:
         f'product_version="{__version__}"}} 1')
     conns = connection_figures.get("connections", 0)
     limit = snap.memory_limit
-    delivered = total_acked + total_delivering
+    delivered = total_delivered
     proto = '{protocol="amqp10"}'
     for name, kind, help_text, value in (
             ("rabbitmq_connections", "gauge", "Connections currently open", conns),
@@ -118,10 +123,10 @@ def text(snap: Snapshot) -> str:
             ("rabbitmq_global_publishers", "gauge", "Publishers (sending links) currently connected",
              connection_figures.get("publishers", 0)),
             ("rabbitmq_global_messages_received_total" + proto, "counter",
-             "Messages routed to queues (by the queues that exist now)", total_added),
+             "Messages routed to queues", total_added),
             ("rabbitmq_global_messages_routed_total" + proto, "counter", "Messages routed to queues", total_added),
             ("rabbitmq_global_messages_delivered_total" + proto, "counter",
-             "Messages delivered to consumers (acknowledged or out)", delivered),
+             "Messages delivered to consumers (redeliveries included)", delivered),
             ("rabbitmq_global_messages_delivered_consume_manual_ack_total" + proto, "counter",
              "Messages delivered to consumers", delivered),
             ("rabbitmq_global_messages_acknowledged_total" + proto, "counter",

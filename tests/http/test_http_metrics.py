@@ -4,7 +4,9 @@ from __future__ import annotations
 from proton import Message
 from prometheus_client.parser import text_string_to_metric_families
 
-from http_helpers import call, http_url, send
+from http_helpers import call, http_url, q, receive_all, send
+from hermod_testing import wait_for
+from proton.utils import BlockingConnection
 
 # What the RabbitMQ-Overview Grafana dashboard (10991) queries that Hermod has the concept for.
 OVERVIEW_NAMES = {
@@ -61,3 +63,38 @@ def test_metrics_follow_consumption(broker):
     samples = _samples(base)
     assert _value(samples, "artemis_messages_acknowledged", address="flow", queue="flow") == 1
     assert _value(samples, "rabbitmq_queue_messages_ready", vhost="/", queue="flow") == 3
+
+
+def _global(base: str, name: str) -> float:
+    return _value(_samples(base), name, protocol="amqp10")
+
+
+def test_global_counters_never_go_down(broker):
+    """Issue 33, finding 3: `delivered` fell 8 -> 3 when a consumer with 5 unsettled messages
+    left, and `received` fell 200 -> 197 on a queue delete; Prometheus reads either as a restart."""
+    base = http_url(broker)
+    send(broker.url, "counted", *[Message(body=str(i)) for i in range(8)])
+    send(broker.url, "counted.gone", *[Message(body=str(i)) for i in range(3)])
+    conn = BlockingConnection(broker.url)
+    try:
+        receiver = conn.create_receiver("counted", credit=8)
+        taken = [receiver.receive(timeout=10) for _ in range(8)]
+        assert [m.body for m in taken] == [str(i) for i in range(8)]
+        for _ in range(3):
+            receiver.accept()
+        delivered = _global(base, "rabbitmq_global_messages_delivered_total")
+        assert delivered == 8
+    finally:
+        conn.close()  # 5 unsettled go back to the queue
+    wait_for(lambda: _value(_samples(base), "rabbitmq_queue_messages_ready", vhost="/", queue="counted") == 5,
+             message="the 5 unsettled messages back on the queue")
+    assert _global(base, "rabbitmq_global_messages_delivered_total") == 8
+    assert _global(base, "rabbitmq_global_messages_acknowledged_total") == 3
+    received = _global(base, "rabbitmq_global_messages_received_total")
+    assert received == 11
+    status, _ = call(base, "DELETE", f"/api/queues/{q('counted.gone')}")
+    assert status == 204
+    assert _global(base, "rabbitmq_global_messages_received_total") == 11
+    # Taking the 5 again counts 5 more deliveries (RabbitMQ counts redeliveries too).
+    receive_all(broker.url, "counted", 5)
+    assert _global(base, "rabbitmq_global_messages_delivered_total") == 13
