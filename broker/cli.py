@@ -182,7 +182,7 @@ async def _run(cfg: config_mod.Config, http_port: int | None = None, load=None) 
         def lease_lost(reason: str) -> None:
             log.error("%s; this broker stops serving", reason)
             lost.append(reason)
-            server.request_stop()
+            server.request_stop(f"lost the store lease: {reason}")
         server.gate = keeper
         keeper.watch(loop, lease_lost)
     if cluster is not None:
@@ -354,7 +354,7 @@ def cmd_producer(args) -> int:
     from .tools.clients import produce
     sent = produce(args.url, args.address, count=args.count, size=args.size, durable=args.durable,
                    topic=args.topic)
-    print(f"sent {sent} messages to {args.address}")
+    print(f"sent {sent} message{'' if sent == 1 else 's'} to {args.address}")
     return 0
 
 

@@ -163,13 +163,13 @@ def reload(broker, server, load: Callable[[], Config], notifier=None) -> bool:
 def install_signals(loop, broker, server, load: Callable[[], Config], notifier=None) -> None:
     """SIGHUP reloads; SIGTERM and SIGINT tell systemd STOPPING=1, then stop gracefully.
     Installed after the server's own handlers, which these replace."""
-    def stop() -> None:
+    def stop(reason: str) -> None:
         if notifier is not None:
             notifier.stopping()
-        server.request_stop()
+        server.request_stop(reason)
 
     handlers = ((signal.SIGHUP, lambda: reload(broker, server, load, notifier)),
-                (signal.SIGTERM, stop), (signal.SIGINT, stop))
+                (signal.SIGTERM, lambda: stop("SIGTERM received")), (signal.SIGINT, lambda: stop("SIGINT received")))
     for sig, handler in handlers:
         try:
             loop.add_signal_handler(sig, handler)

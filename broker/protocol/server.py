@@ -37,6 +37,7 @@ class Server:
         # None without HA.
         self.gate = None
         self._stopping = asyncio.Event()
+        self.stop_reason = ""
         self._scan = None
         self._out = ffi.new("char[]", 64 * 1024)
         self._out_size = 64 * 1024
@@ -124,20 +125,23 @@ class Server:
         """Every listener the broker runs, by name ("main" is [server])."""
         return ["main", *(l.name for l in self.broker.config.extra_listeners())]
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Stop serving; `reason` is the shutdown log line's (a signal, a lost lease)."""
+        if not self._stopping.is_set():
+            self.stop_reason = reason
         self._stopping.set()
 
     def install_signal_handlers(self) -> None:
         """Before the readiness line: a SIGTERM right after it must still stop gracefully."""
-        handlers = [(signal.SIGTERM, self.request_stop), (signal.SIGINT, self.request_stop)]
-        for sig, handler in handlers:
+        for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                self.loop.add_signal_handler(sig, handler)
+                self.loop.add_signal_handler(sig, self.request_stop, f"{sig.name} received")
             except (NotImplementedError, RuntimeError):
                 pass
 
     async def serve_until_stopped(self) -> None:
         await self._stopping.wait()
+        log.info("hermod stopping (%s): closing %d connection(s)", self.stop_reason, len(self.connections))
         await self.stop()
 
     async def stop(self) -> None:

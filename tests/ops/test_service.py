@@ -182,3 +182,25 @@ def test_systemd_unit_is_type_notify_with_watchdog_restart_and_hardening():
     assert int(keys["WatchdogSec"]) > 0
     for hardening in ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp"):
         assert hardening in keys
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_logs_one_line_with_its_reason(start_broker, sig):
+    """Issue 33, finding 12: nothing was logged at shutdown."""
+    b = start_broker()
+    b.proc.send_signal(sig)
+    assert b.proc.wait(15) == 0
+    wait_for(lambda: any("hermod stopping" in line for line in b.stderr_lines), message="the shutdown line")
+    lines = [line for line in b.stderr_lines if "hermod stopping" in line]
+    assert len(lines) == 1 and f"{sig.name} received" in lines[0], lines
+
+
+def test_a_cli_management_call_logs_no_queue_expiry(start_broker):
+    """Issue 33, finding 12: every CLI call left `queue <uuid> expired` at INFO (its reply queue)."""
+    b = start_broker("--log-level", "info")
+    for _ in range(3):
+        assert hermod("queue", "stat", "--url", b.url).returncode == 0
+    b.proc.send_signal(signal.SIGTERM)
+    assert b.proc.wait(15) == 0
+    wait_for(lambda: any("hermod stopping" in line for line in b.stderr_lines), message="the shutdown line")
+    assert not [line for line in b.stderr_lines if "expired" in line]
