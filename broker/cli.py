@@ -350,17 +350,24 @@ def cmd_user_list(args) -> int:
 # -- clients --------------------------------------------------------------------------------------
 
 
+def _target(args):
+    """The broker a client command talks to, and as whom (tools/target.py)."""
+    from .tools.target import Target
+    return Target.from_args(args)
+
+
 def cmd_producer(args) -> int:
     from .tools.clients import produce
-    sent = produce(args.url, args.address, count=args.count, size=args.size, durable=args.durable,
-                   topic=args.topic)
+    from .cli_manage import _properties
+    sent = produce(_target(args), args.address, count=args.count, size=args.size, durable=args.durable,
+                   topic=args.topic, body=args.body, properties=_properties(args.property))
     print(f"sent {sent} message{'' if sent == 1 else 's'} to {args.address}")
     return 0
 
 
 def cmd_consumer(args) -> int:
     from .tools.clients import consume
-    got = consume(args.url, args.address, count=args.count, selector=args.selector, topic=args.topic,
+    got = consume(_target(args), args.address, count=args.count, selector=args.selector, topic=args.topic,
                   durable=args.durable, client_id=args.client_id, quiet=args.quiet,
                   timeout=args.timeout)
     print(f"received {got} messages from {args.address}")
@@ -369,19 +376,21 @@ def cmd_consumer(args) -> int:
 
 def cmd_queue_stat(args) -> int:
     from .tools.clients import management_call
-    rows = management_call(args.url, "queue.stat")
+    target = _target(args)
+    rows = management_call(target, "queue.stat")
     if getattr(args, "json", False):
         import json
         print(json.dumps(rows))
         return 0
     # A trailing flag, on the rows it applies to only: a subscription nobody consumes.
-    print("address queue routing_type durable messages consumers added acked [flags]")
-    for r in rows:
-        flags = " no-consumer" if r.get("no_consumer") else ""
-        print(f"{r['address']} {r['queue']} {r['routing_type']} {str(r['durable']).lower()} "
-              f"{r['messages']} {r['consumers']} {r['added']} {r['acked']}{flags}")
+    from .tools.table import aligned
+    table = [["address", "queue", "routing_type", "durable", "messages", "consumers", "added", "acked", "[flags]"]]
+    table += [[r["address"], r["queue"], r["routing_type"], str(r["durable"]).lower(), r["messages"], r["consumers"],
+               r["added"], r["acked"], "no-consumer" if r.get("no_consumer") else ""] for r in rows]
+    for line in aligned(table):
+        print(line)
     from .bridge import bridge_rows
-    for line in bridge_rows(management_call(args.url, "bridge.stat")):
+    for line in bridge_rows(management_call(target, "bridge.stat")):
         print(line)
     return 0
 
@@ -489,20 +498,23 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--config", required=True)
     lst.set_defaults(func=cmd_user_list)
 
-    url_default = os.environ.get("HERMOD_URL", "amqp://127.0.0.1:5672")
+    from .tools.target import add_arguments as add_connection_arguments
     prod = sub.add_parser("producer", help="send messages")
-    prod.add_argument("--url", default=url_default)
+    add_connection_arguments(prod)
     prod.add_argument("--address", required=True)
     prod.add_argument("--count", type=int, default=1000)
     prod.add_argument("--size", type=int, default=100)
     prod.add_argument("--durable", action="store_true")
+    prod.add_argument("--body", help="the body, as text (instead of --size bytes)")
+    prod.add_argument("--property", action="append", metavar="K=V",
+                      help="an application property (numbers and true/false typed as such); repeatable")
     kind = prod.add_mutually_exclusive_group()
     kind.add_argument("--topic", action="store_true")
     kind.add_argument("--queue", action="store_true")
     prod.set_defaults(func=cmd_producer)
 
     cons = sub.add_parser("consumer", help="receive exactly N messages")
-    cons.add_argument("--url", default=url_default)
+    add_connection_arguments(cons)
     cons.add_argument("--address", required=True)
     cons.add_argument("--count", type=int, default=1000)
     cons.add_argument("--selector")
@@ -517,11 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     queue = sub.add_parser("queue", help="queues").add_subparsers(dest="queue_command", required=True)
     stat = queue.add_parser("stat", help="a row per queue")
-    stat.add_argument("--url", default=url_default)
+    add_connection_arguments(stat)
     stat.add_argument("--json", action="store_true", help="print the rows as JSON")
     stat.set_defaults(func=cmd_queue_stat)
     from .cli_manage import add_parsers as add_management_parsers
-    add_management_parsers(sub, queue, url_default)
+    add_management_parsers(sub, queue)
 
     rep = sub.add_parser("replay", help="re-send retained messages of an address")
     rep.add_argument("--address", required=True)
@@ -564,10 +576,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ConnectionError as e:
         return _fail(f"connection failed: {e}")
-    except Exception as e:  # noqa: BLE001 - only the management answer's error, re-raised otherwise
-        from .tools.clients import ManagementCallError
-        if isinstance(e, ManagementCallError):
+    except Exception as e:  # noqa: BLE001 - a client command's refusal is one line; anything else is a bug
+        from proton import ConnectionException, Timeout
+        from .tools.clients import ManagementCallError, Refused
+        from .tools.target import TargetError
+        if isinstance(e, (ManagementCallError, Refused, TargetError)):
             return _fail(str(e))
+        if isinstance(e, Timeout):
+            return _fail(f"timed out: {e} (is the broker up and reachable? --url, $HERMOD_URL)")
+        if isinstance(e, ConnectionException):
+            return _fail(f"connection lost: {e}")
         raise
 
 

@@ -9,7 +9,8 @@ import json
 
 def _call(args, operation: str, **arguments):
     from .tools.clients import management_call
-    return management_call(args.url, operation, args={k: v for k, v in arguments.items() if v is not None})
+    from .tools.target import Target
+    return management_call(Target.from_args(args), operation, args={k: v for k, v in arguments.items() if v is not None})
 
 
 def _out(args, value, text) -> int:
@@ -114,10 +115,12 @@ def cmd_explain(args) -> int:
     return _out(args, route, text)
 
 
-def add_parsers(sub, queue, url_default: str) -> None:
+def add_parsers(sub, queue) -> None:
     """The management subcommands; `queue` is the existing `hermod queue` subparsers."""
+    from .tools.target import add_arguments
+
     def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--url", default=url_default)
+        add_arguments(p)
         p.add_argument("--json", action="store_true", help="print the answer as JSON")
         return p
 

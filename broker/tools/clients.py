@@ -4,9 +4,11 @@ from __future__ import annotations
 import json
 import uuid
 
-from proton import Data, Message, symbol
+from proton import Data, Delivery, Message, symbol
 from proton.reactor import DurableSubscription, Filter, LinkOption, Selector
 from proton.utils import BlockingConnection, LinkDetached
+
+from .target import Target, as_target
 
 
 class Capabilities(LinkOption):
@@ -33,31 +35,72 @@ class ManagementCallError(Exception):
         self.status = status
 
 
-def _connect(url: str, container_id: str | None = None, timeout: float | None = 30) -> BlockingConnection:
+class Refused(Exception):
+    """The broker refused what a command asked (an attach, a send): one line for the CLI,
+    naming the AMQP condition."""
+
+
+def condition_text(condition) -> str:
+    """`amqp:unauthorized-access: user bob may not ...` from a Proton condition (or None)."""
+    if condition is None:
+        return "no reason given"
+    return f"{condition.name}: {condition.description}" if condition.description else str(condition.name)
+
+
+def _connect(url: str | Target, container_id: str | None = None, timeout: float | None = 30) -> BlockingConnection:
+    target = as_target(url)
     try:
-        # amqp://user:password@host:port: the user chose to send a password over this URL, so
-        # PLAIN is allowed on it (Proton refuses PLAIN without TLS unless told).
-        return BlockingConnection(url, timeout=timeout, container_id=container_id,
-                                  allow_insecure_mechs="@" in url)
+        return BlockingConnection(target.url, timeout=timeout, container_id=container_id,
+                                  **target.connection_options())
     except Exception as e:  # noqa: BLE001 - the CLI prints one line
-        raise ConnectionError(f"{url}: {e}") from None
+        raise ConnectionError(target.scrub(f"{target.shown}: {e}")) from None
 
 
-def produce(url: str, address: str, count: int, size: int, durable: bool = False, topic: bool = False) -> int:
+def _send(conn: BlockingConnection, sender, message: Message, what: str) -> None:
+    """Send unsettled and wait for the outcome; a refusal raises Refused with its condition
+    (Proton's own SendException carries only the outcome's number)."""
+    delivery = sender.link.send(message)
+    conn.wait(lambda: delivery.settled or delivery.remote_state in _FINAL, msg=f"sending {what}")
+    state = delivery.remote_state
+    if state == Delivery.REJECTED:
+        reason = condition_text(delivery.remote.condition)
+        delivery.settle()
+        raise Refused(f"{what} rejected: {reason}")
+    if state in (Delivery.RELEASED, Delivery.MODIFIED):
+        delivery.settle()
+        raise Refused(f"{what} released: the broker could not take it now; try again")
+    delivery.settle()
+
+
+_FINAL = (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
+
+
+def _refusal(e: LinkDetached, what: str) -> Refused:
+    return Refused(f"{what} refused: {condition_text(getattr(e.link, 'remote_condition', None))}")
+
+
+def produce(url: str | Target, address: str, count: int, size: int, durable: bool = False, topic: bool = False,
+            body: bytes | str | None = None, properties: dict | None = None) -> int:
     conn = _connect(url)
     try:
         caps = Capabilities("topic" if topic else "queue", on_source=False)
-        sender = conn.create_sender(address, options=[caps])
-        body = b"x" * size
+        try:
+            sender = conn.create_sender(address, options=[caps])
+        except LinkDetached as e:
+            raise _refusal(e, f"sending to {address}") from None
+        content = b"x" * size if body is None else body
         for i in range(count):
-            sender.send(Message(body=body, durable=durable, id=str(uuid.uuid4()),
-                                properties={"i": i}))
+            try:
+                _send(conn, sender, Message(body=content, durable=durable, id=str(uuid.uuid4()),
+                                            properties={"i": i, **(properties or {})}), f"message {i + 1}")
+            except LinkDetached as e:
+                raise _refusal(e, f"sending to {address}") from None
         return count
     finally:
         conn.close()
 
 
-def consume(url: str, address: str, count: int, selector: str | None = None, topic: bool = False,
+def consume(url: str | Target, address: str, count: int, selector: str | None = None, topic: bool = False,
             durable: str | None = None, client_id: str | None = None, quiet: bool = False,
             timeout: float | None = None) -> int:
     if durable and client_id is None:
@@ -69,7 +112,10 @@ def consume(url: str, address: str, count: int, selector: str | None = None, top
             options.append(Selector(selector))
         if durable:
             options.append(DurableSubscription())
-        receiver = conn.create_receiver(address, name=durable, options=options, credit=min(count, 1000) or 1)
+        try:
+            receiver = conn.create_receiver(address, name=durable, options=options, credit=min(count, 1000) or 1)
+        except LinkDetached as e:
+            raise _refusal(e, f"consuming from {address}") from None
         got = 0
         while got < count:
             msg = receiver.receive(timeout=timeout)
@@ -86,14 +132,14 @@ def consume(url: str, address: str, count: int, selector: str | None = None, top
         conn.close()
 
 
-def management_call(url: str, operation: str, timeout: float = 10, args: dict | None = None):
+def management_call(url: str | Target, operation: str, timeout: float = 10, args: dict | None = None):
     """Call `operation` on the broker's `hermod.management` endpoint. `args` go as application
     properties (dicts and lists as JSON text); a JSON string answer is decoded."""
     conn = _connect(url, timeout=timeout)
     try:
         return _management_call(conn, operation, timeout, args)
     except LinkDetached as e:  # refused, e.g. amqp:unauthorized-access: one line for the CLI
-        raise ConnectionError(f"management {operation} refused: {e}") from None
+        raise _refusal(e, f"management {operation}") from None
     finally:
         conn.close()
 
@@ -118,4 +164,4 @@ def _management_call(conn: BlockingConnection, operation: str, timeout: float, a
     return reply.body
 
 
-__all__ = ["produce", "consume", "management_call", "Filter"]
+__all__ = ["produce", "consume", "management_call", "Filter", "Refused"]

@@ -181,3 +181,22 @@ def test_perf_tool_speaks_amqps(start_broker, pki):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "msgs=500 sent=500 received=500" in r.stdout
+
+
+def test_cli_verifies_the_broker_with_ca_option(start_broker, pki):
+    """Issue 33, finding 6: the CLI had no CA option. With `--ca` the broker's certificate is
+    verified (host name too); without it an unknown CA is one clear line, exit 2."""
+    import subprocess
+    import sys
+    b = start_broker(config="[server]\ntls = true\n" + tls_section(pki))
+    url = b.url.replace("amqps://127.0.0.1", "amqps://localhost")
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "hermod.broker", "queue", "stat", "--url", url, *extra],
+                              capture_output=True, text=True, timeout=60)
+    ok = run("--ca", str(pki / "ca.crt"))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.split()[0] == "address"
+    other = run("--ca", str(pki / "otherca.crt"))
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1, other.stderr
