@@ -287,6 +287,46 @@ def version() -> str:
 # -- db -------------------------------------------------------------------------------------------
 
 
+def cmd_config_check(args) -> int:
+    """Validate a config file without starting: every bad key and value, then what only a start
+    would find (diverts and composites in a cycle, transformers, selectors, password hashes, TLS
+    files, the audit log's directory). Nothing is created, opened for writing or listened on."""
+    problems = config_mod.check_file(args.file)
+    if not problems:
+        problems = _start_problems(config_mod.load(args.file))
+    for line in problems:
+        print(f"hermod: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    print(f"{args.file}: ok")
+    return 0
+
+
+def _start_problems(cfg: config_mod.Config) -> list[str]:
+    from dataclasses import replace
+    from .app import Broker
+    problems = []
+    audit = cfg.security.get("audit_log")
+    if audit:
+        folder = Path(audit).parent
+        if not (folder.is_dir() and os.access(folder, os.W_OK)):
+            problems.append(f"security.audit_log: cannot write in {folder}")
+    if cfg.tls is not None:
+        from .protocol.tls import server_context
+        try:
+            server_context(cfg.tls)
+        except (OSError, ValueError) as e:
+            problems.append(f"tls: {e}")
+    quiet = replace(cfg, security={k: v for k, v in cfg.security.items() if k != "audit_log"})
+    try:
+        broker = Broker(quiet)  # the in-memory store: routing and security as a start builds them
+        broker.start()
+        broker.close()
+    except Exception as e:  # noqa: BLE001 - whatever a start would refuse, as one line
+        problems.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    return problems
+
+
 def cmd_db_upgrade(args) -> int:
     cfg = _load_config(args)
     os.umask(0o077)  # a store file this creates is its owner's only
@@ -474,6 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
     unit.add_argument("--exec", help="the hermod executable (default: the one on PATH)")
     unit.add_argument("--watchdog-sec", type=int, default=30, help="WatchdogSec")
     unit.set_defaults(func=cmd_systemd_unit)
+
+    conf = sub.add_parser("config", help="configuration files").add_subparsers(dest="config_command", required=True)
+    chk = conf.add_parser("check", help="validate a config file without starting (names every problem)")
+    chk.add_argument("file")
+    chk.set_defaults(func=cmd_config_check)
 
     db = sub.add_parser("db", help="store schema").add_subparsers(dest="db_command", required=True)
     up = db.add_parser("upgrade", help="apply the store's migrations")

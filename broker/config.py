@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +21,19 @@ DEFAULT_HTTP_PORT = 8161
 
 class ConfigError(Exception):
     """One clear line: what is wrong and where."""
+
+
+# `hermod config check` names every bad key, not only the first: while a list is set here, a
+# key's or an item's error is recorded and the rest of the table is still read.
+_collected: ContextVar[list[str] | None] = ContextVar("config_errors", default=None)
+
+
+def _record(error: ConfigError) -> None:
+    """Raise `error`, or record it when collecting (the caller then skips the bad value)."""
+    found = _collected.get()
+    if found is None:
+        raise error
+    found.append(str(error))
 
 
 # -- value checks ---------------------------------------------------------------------------------
@@ -63,15 +77,25 @@ def _table(path: str, value: Any, schema: dict[str, Callable], defaults: dict | 
         check = schema.get(key)
         where = f"{path}.{key}" if path else key
         if check is None:
-            raise ConfigError(f"{where}: unknown key")
-        out[key] = check(where, v)
+            _record(ConfigError(f"{where}: unknown key"))
+            continue
+        try:
+            out[key] = check(where, v)
+        except ConfigError as e:
+            _record(e)
     return out
 
 
 def _array(path: str, value: Any, item: Callable[[str, Any], Any]) -> list:
     if not isinstance(value, list):
         raise ConfigError(f"{path}: expected an array of tables ([[{path}]])")
-    return [item(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(item(f"{path}[{i}]", v))
+        except ConfigError as e:
+            _record(e)
+    return out
 
 
 # -- the model ------------------------------------------------------------------------------------
@@ -511,6 +535,27 @@ def apply_environment(config: Config, environ=None) -> Config:
             raise ConfigError(f"{variable} must be a number of seconds {bound}, not {raw!r}")
         config = replace(config, **{table: replace(getattr(config, table), **{key: value})})
     return config
+
+
+def check_file(path: str | Path) -> list[str]:
+    """Every problem of the file, one line each (empty: it loads): `hermod config check`."""
+    p = Path(path)
+    found: list[str] = []
+    token = _collected.set(found)
+    try:
+        config = load(p)
+    except ConfigError as e:
+        found.append(str(e))
+        return [line if line.startswith(str(p)) else f"{p}: {line}" for line in found]
+    finally:
+        _collected.reset(token)
+    if found:
+        return [f"{p}: {line}" for line in found]
+    try:
+        check_ha(config)
+    except ConfigError as e:
+        return [f"{p}: {e}"]
+    return []
 
 
 def load(path: str | Path) -> Config:
