@@ -36,6 +36,10 @@ system-deps:
 		echo "installing PostgreSQL server binaries"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
+	@if ! command -v groff >/dev/null 2>&1; then \
+		echo "installing groff (the man page test renders hermod.1)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq groff-base >/dev/null; \
+	fi
 
 # A Java runtime for Spark (the data pipeline tests): 17 or 21, installed only where missing.
 java:

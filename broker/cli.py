@@ -327,6 +327,18 @@ def _start_problems(cfg: config_mod.Config) -> list[str]:
     return problems
 
 
+def cmd_completion(args) -> int:
+    from .cli_docs import completion
+    sys.stdout.write(completion(build_parser(), args.shell))
+    return 0
+
+
+def cmd_manpage(args) -> int:
+    from .cli_docs import manpage
+    sys.stdout.write(manpage(build_parser()))
+    return 0
+
+
 def cmd_db_upgrade(args) -> int:
     cfg = _load_config(args)
     os.umask(0o077)  # a store file this creates is its owner's only
@@ -498,12 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the broker in the foreground")
     run.add_argument("--config", help="TOML configuration file")
-    run.add_argument("--host")
-    run.add_argument("--port", type=int)
+    run.add_argument("--host", help="listen on this address (overrides [server] host)")
+    run.add_argument("--port", type=int, help="the main listener's port; 0 picks a free one")
     run.add_argument("--data", help="data directory: the SQLite store is DIR/hermod.db")
     run.add_argument("--http-port", type=int, help="HTTP management/metrics port (0: any free one, -1: none)")
     run.add_argument("--store", help=argparse.SUPPRESS)
-    run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"))
+    run.add_argument("--log-level", default=os.environ.get("HERMOD_LOG_LEVEL", "info"),
+                     help="debug, info, warning or error (default $HERMOD_LOG_LEVEL, else info)")
     run.add_argument("--log-format", choices=("auto", "json", "text"), default="auto",
                      help="stderr logs: JSON lines or plain text (auto: JSON unless on a terminal)")
     run.set_defaults(func=cmd_run)
@@ -603,6 +616,12 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("-o", "--output", help="write the TOML here (default: stdout)")
     imp.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a terminal")
     imp.set_defaults(func=cmd_import)
+
+    comp = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    comp.add_argument("shell", choices=("bash", "zsh"))
+    comp.set_defaults(func=cmd_completion)
+    man = sub.add_parser("manpage", help="print the man page (roff): hermod manpage > hermod.1")
+    man.set_defaults(func=cmd_manpage)
 
     perf = sub.add_parser("perf", help="load generator")
     from .tools.perf import add_arguments
