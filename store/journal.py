@@ -368,6 +368,15 @@ class SqlJournal:
         self._stats.add("pages_read")
         self._deliver([(read.done, page)])
 
+    def problem(self) -> str | None:
+        """While an outage is on (a second failed attempt in a row: a lone failure may be an idle
+        connection the server dropped, which the retry replaces), why. Read on the loop's thread
+        while the writer sets it: a plain attribute, at worst one attempt late."""
+        since = self._outage_since
+        if since is None or not self._outage_logged:
+            return None
+        return f"store {self._where} unreachable for {time.monotonic() - since:.0f} s"
+
     def _reached(self) -> None:
         """The store answered: end an outage, logged before any waiting work completes."""
         if self._outage_since is None:

@@ -213,6 +213,10 @@ class Journal(Protocol):
     def close(self) -> None:
         """Finish every submitted unit (calling its `done`), then release the database."""
 
+    def problem(self) -> str | None:
+        """None while the store answers; else one line saying why it does not (`/health` and
+        `hermod_store_up` report it)."""
+
 
 class Spool(Protocol):
     """Where the page policy keeps the paged messages of queues that store nothing (non-durable

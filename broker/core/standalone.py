@@ -35,6 +35,11 @@ class MemoryJournal:
 
     durable = False
 
+    @staticmethod
+    def problem() -> str | None:
+        """Memory always answers."""
+        return None
+
     def recover(self) -> ports.Recovered:
         return ports.Recovered([], [], {}, 1)
 

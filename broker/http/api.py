@@ -52,7 +52,7 @@ class Api:
             return Response.error(405, f"method {request.method} not allowed")
         path = request.path
         if path == "/health":
-            return Response.json(200, {"status": "ok"})
+            return Response.json(*self.management.health())
         if console.is_console_path(path):
             if request.method not in ("GET", "HEAD"):
                 return Response.error(405, f"method {request.method} not allowed")

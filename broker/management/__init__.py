@@ -70,6 +70,15 @@ class Management:
     def postoffice(self):
         return self.broker.postoffice
 
+    def health(self) -> tuple[int, dict]:
+        """`/health`: 200 `ok` while the broker serves; 503 `degraded` with the reason while the
+        store does not answer (durable sends are then refused), so a load balancer or an
+        orchestrator sees the truth."""
+        problem = self.broker.journal.problem()
+        if problem is not None:
+            return 503, {"status": "degraded", "reason": problem}
+        return 200, {"status": "ok"}
+
     # -- the statistics the AMQP endpoint always had (amqp-value answers) ----------------------------
     def queue_stats(self, requester: str | None = None, view: View | None = None) -> list[dict]:
         """A row per queue, leaving out `requester` (the temporary queue the reply goes to)."""

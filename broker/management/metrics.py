@@ -52,7 +52,7 @@ class Snapshot:
     (ready is clamped at 0), as with any scrape taken during traffic."""
 
     __slots__ = ("node", "queues", "retired", "connection_figures", "memory_limit", "memory_used", "latency",
-                 "journal_depth", "store", "bridges", "resident", "open_fds")
+                 "journal_depth", "store", "store_problem", "bridges", "resident", "open_fds")
 
     def __init__(self, broker, connection_figures: dict):
         po = broker.postoffice
@@ -66,6 +66,7 @@ class Snapshot:
         self.journal_depth = getattr(po, "_unconfirmed", 0)
         stats = getattr(broker.journal, "stats", None)
         self.store = stats() if stats is not None else None
+        self.store_problem = broker.journal.problem()
         self.bridges = [b.status() for b in getattr(broker, "bridges", ())]
         self.resident = _resident_bytes()
         self.open_fds = _open_fds()
@@ -159,6 +160,9 @@ def text(snap: Snapshot) -> str:
     _latency(family, add, snap.latency)
     family("hermod_journal_depth", "gauge", "Sends handed to the store and not yet committed")
     add(f"hermod_journal_depth {snap.journal_depth}")
+    family("hermod_store_up", "gauge", "1 while the store answers, 0 while it is unreachable (durable sends wait, "
+           "then are refused)")
+    add(f"hermod_store_up {0 if snap.store_problem else 1}")
     _store(family, add, snap.store)
     _bridges(family, add, snap.bridges)
     add("")

@@ -319,3 +319,48 @@ def test_a_bad_store_give_up_time_gives_one_line_and_exit_2(tmp_path, value):
                     cwd=tmp_path, env={"HERMOD_STORE_GIVE_UP_S": value})
     line = one_line_and_exit_2(result)
     assert "HERMOD_STORE_GIVE_UP_S" in line and repr(value) in line
+
+
+def _http_base(broker) -> str:
+    import re
+    for line in broker.stdout_lines:
+        m = re.search(r"hermod http on (http://\S+)", line)
+        if m:
+            return m.group(1)
+    raise AssertionError("no HTTP listener line")
+
+
+def _get(url: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_health_and_store_up_tell_the_truth_during_an_outage(outage_cluster, start_broker):
+    """Issue 33, finding 5: /health answered 200 `ok` while PostgreSQL was down and durable
+    sends were refused, and no metric showed it."""
+    import json
+    store_url = outage_cluster.create_database("health_outage")
+    broker = start_broker(store=store_url)
+    base = _http_base(broker)
+    assert _get(base + "/health") == (200, json.dumps({"status": "ok"}))
+    assert "hermod_store_up 1" in _get(base + "/metrics")[1].splitlines()
+
+    outage_cluster.stop()
+    producer = AsyncProducer(broker.url, "fault.health", [(0, durable("waiting"))]).start()
+    wait_until(lambda: outage_reported(broker), "the broker's store-outage warning")
+    status, body = _get(base + "/health")
+    assert status == 503, body
+    answer = json.loads(body)
+    assert answer["status"] == "degraded" and "unreachable" in answer["reason"]
+    assert "hermod_store_up 0" in _get(base + "/metrics")[1].splitlines()
+
+    outage_cluster.start()
+    producer.join(timeout=30)
+    assert producer.accepted == [0]
+    assert _get(base + "/health")[0] == 200
+    assert "hermod_store_up 1" in _get(base + "/metrics")[1].splitlines()
