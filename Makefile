@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
+.PHONY: check run test test-fast install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -81,6 +81,12 @@ check: $(TEST_STAMP)
 
 test: $(TEST_STAMP) check system-deps java interop-deps console-deps rabbitmq-deps
 	$(VENV)/bin/pytest -q
+
+# The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
+# codecs, permissions; no PostgreSQL, browser, Java or npm needed.
+FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) tests/security/test_permissions.py
+test-fast: $(TEST_STAMP) check
+	$(VENV)/bin/pytest -q -x $(FAST_TESTS)
 
 bench: $(TEST_STAMP) system-deps
 	$(PY) benchmarks/bench.py --setup $(BENCH_ARGS)

@@ -639,18 +639,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except ConnectionError as e:
-        return _fail(f"connection failed: {e}")
+        from .tools.clients import Refused
+        return _fail(str(e) if isinstance(e, Refused) else f"connection failed: {e}")
     except Exception as e:  # noqa: BLE001 - a client command's refusal is one line; anything else is a bug
-        from proton import ConnectionException, Timeout
-        from .tools.clients import ManagementCallError, Refused
-        from .tools.target import TargetError
-        if isinstance(e, (ManagementCallError, Refused, TargetError)):
-            return _fail(str(e))
-        if isinstance(e, Timeout):
-            return _fail(f"timed out: {e} (is the broker up and reachable? --url, $HERMOD_URL)")
-        if isinstance(e, ConnectionException):
-            return _fail(f"connection lost: {e}")
-        raise
+        from .tools.clients import refusal_line
+        line = refusal_line(e)
+        if line is None:
+            raise
+        return _fail(line)
 
 
 if __name__ == "__main__":

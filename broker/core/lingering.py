@@ -110,5 +110,7 @@ class Lingering:
         self.cancel(queue)
         if queue.deleted or queue.consumers:
             return
-        log.info("queue %s expired: its terminus expiry timeout ran out", queue.name)
+        # A client's temporary reply queue going is routine (every CLI call has one): debug only.
+        log.log(logging.DEBUG if queue.temporary else logging.INFO,
+                "queue %s expired: its terminus expiry timeout ran out", queue.name)
         self.host.delete_queue(queue.name)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import uuid
 
-from proton import Data, Delivery, Message, symbol
+from proton import ConnectionException, Data, Delivery, Message, Timeout, symbol
 from proton.reactor import DurableSubscription, Filter, LinkOption, Selector
 from proton.utils import BlockingConnection, LinkDetached
 
-from .target import Target, as_target
+from .target import Target, TargetError, as_target
 
 
 class Capabilities(LinkOption):
@@ -35,9 +35,22 @@ class ManagementCallError(Exception):
         self.status = status
 
 
-class Refused(Exception):
+class Refused(ConnectionError):
     """The broker refused what a command asked (an attach, a send): one line for the CLI,
-    naming the AMQP condition."""
+    naming the AMQP condition. A ConnectionError, as management refusals always were, so
+    callers of `management_call` catch it as before."""
+
+
+def refusal_line(error: BaseException) -> str | None:
+    """The one line the CLI prints for a client command's refusal or failure; None for
+    anything else (a bug, which keeps its traceback)."""
+    if isinstance(error, (ManagementCallError, Refused, TargetError)):
+        return str(error)
+    if isinstance(error, Timeout):
+        return f"timed out: {error} (is the broker up and reachable? --url, $HERMOD_URL)"
+    if isinstance(error, ConnectionException):
+        return f"connection lost: {error}"
+    return None
 
 
 def condition_text(condition) -> str:
