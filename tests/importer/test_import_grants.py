@@ -144,3 +144,13 @@ def test_classic_import_admins_granted_on_the_root_may_use_a_narrower_entry(run_
     finally:
         for c in (root, reader, feeder, watcher):
             c.close()
+
+
+def test_classic_authorization_plugin_without_entries_allows_nothing(tmp_path):
+    xml = (FIXTURES / "classic-authorization/activemq.xml").read_text()
+    xml = re.sub(r"<authorizationEntries>.*</authorizationEntries>", "<authorizationEntries/>", xml, flags=re.S)
+    (tmp_path / "activemq.xml").write_text(xml)
+    done = hermod_import("activemq", str(tmp_path / "activemq.xml"))
+    assert done.returncode == 0, done.stderr
+    assert tomllib.loads(done.stdout)["security"]["permission"] == [{"match": "#"}]
+    assert sum("allows nothing" in line for line in done.stderr.splitlines()) == 1

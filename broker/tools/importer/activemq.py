@@ -306,6 +306,12 @@ class _Classic:
                 entries = [e for m in p.all("map") for am in m.children for es in am.children
                            for e in es.children]
                 section["permission"] = self.authorization(entries)
+                if not section["permission"]:
+                    # Classic's authorization with no entry allows nobody; Hermod with no
+                    # permission allows everybody: one entry on # that grants no role instead.
+                    section["permission"] = [{"match": "#"}]
+                    self.notes.note(p, "has no authorizationEntry: Classic allows nothing, so the imported "
+                                       "configuration allows nothing until permissions are written")
             else:
                 self.notes.skip(p, _GENERIC)
         if section:
