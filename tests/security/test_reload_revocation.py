@@ -175,3 +175,25 @@ def test_a_durable_subscription_whose_consume_was_revoked_keeps_its_messages(sta
     finally:
         bob.close()
         alice.close()
+
+
+def test_turning_anonymous_off_closes_the_anonymous_connections(start_broker):
+    open_door = '[security]\nanonymous = true\n' + ADDRESSES
+    b = start_broker(config=open_door)
+    guest = BlockingConnection(b.url, timeout=10)
+    try:
+        sender = guest.create_sender("orders.out")
+        sender.send(Message(body="as a guest"))
+        reload_with(b, config({"alice": ["staff"]}))
+        with pytest.raises(ConnectionClosed) as closed:
+            for n in range(100):
+                sender.send(Message(body=f"still a guest {n}"))
+        assert closed.value.condition == UNAUTHORIZED, str(closed.value)
+        alice = login(b, "alice")
+        round_trip(alice, "orders.in", "bystander")
+        alice.close()
+    finally:
+        try:
+            guest.close()
+        except Exception:  # noqa: BLE001 - closed by the broker
+            pass
