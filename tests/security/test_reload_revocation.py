@@ -197,3 +197,25 @@ def test_turning_anonymous_off_closes_the_anonymous_connections(start_broker):
             guest.close()
         except Exception:  # noqa: BLE001 - closed by the broker
             pass
+
+
+def test_permissions_added_by_a_reload_apply_to_links_attached_while_there_were_none(start_broker):
+    """With no permission at all every attach was allowed and nothing was asked: the reload
+    asks for what each link uses (its queue's address, its target)."""
+    users_only = config({"alice": ["staff"], "bob": ["staff"]}).split("[[security.permission]]")[0] + ADDRESSES
+    b = start_broker(config=users_only)
+    alice, bob = login(b, "alice"), login(b, "bob")
+    try:
+        consumer = bob.create_receiver("orders.in", credit=10)
+        producer = bob.create_sender("orders.out")
+        reload_with(b, config({"alice": ["staff", "alice-only"], "bob": ["staff"]}, BOB_MAY_NOT_CONSUME_ORDERS_IN))
+        with pytest.raises(LinkDetached) as detached:
+            consumer.receive(timeout=10)
+        assert detached.value.condition == UNAUTHORIZED
+        producer.send(Message(body="bob still sends"))
+        out = alice.create_receiver("orders.out")
+        assert out.receive(timeout=10).body == "bob still sends"
+        out.accept()
+    finally:
+        alice.close()
+        bob.close()
