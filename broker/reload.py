@@ -3,8 +3,10 @@
 Two phases, so that an invalid file changes nothing: `prepare` reads and checks everything (TOML,
 keys, selectors, password hashes, transformers, forwarding cycles, TLS files) and builds the new
 objects; only then `apply` swaps them in, on the loop thread, in one go. Open connections and
-links are never touched: a changed permission is checked at the next attach, a new user logs in
-on the next connection.
+links carry on, except what the new file takes away (protocol/revocation.py): a removed user's
+connections close, a link whose right was removed is detached, and a connection whose client
+certificate no longer verifies against a changed `[tls] ca` closes. A new user logs in on the
+next connection.
 
 What applies: addresses and queues (new ones are created), address settings, diverts,
 composites, virtual topics, security users and permissions, the TLS certificate, and the
@@ -114,12 +116,28 @@ def apply(broker, server, p: Prepared) -> None:
         broker.diverts = routing.install(po, p.config, p.diverts)
     old = broker.config
     broker.config = p.config
+    check = None
     if server is not None and server.tls_context is not None and p.config.tls is not None:
-        from .protocol.tls import reload as reload_certificates
-        reload_certificates(server.tls_context, p.config.tls)
+        from .protocol.tls import certificate_check, reload as reload_certificates
+        if reload_certificates(server, p.config.tls):
+            check = certificate_check(p.config.tls)
+    if server is not None:
+        _revoke(server, check)
     for gone in _removed_addresses(old, p.config):
         log.info("address %s is no longer in the configuration file: kept (delete it through "
                  "management to remove it)", gone)
+
+
+def _revoke(server, check) -> None:
+    """What the new users, permissions and CA no longer allow is closed or detached now."""
+    from .protocol.revocation import revoke
+    try:
+        revoke(server, check[0] if check is not None else None)
+    except Exception:  # noqa: BLE001 - the new configuration is in place: say so, never stop here
+        log.exception("configuration reload: revoking what it no longer allows failed")
+    finally:
+        if check is not None:
+            check[1].close()
 
 
 def _adopt_users(auth: Authenticator, new: Authenticator) -> None:

@@ -83,6 +83,8 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.out_room = OUTPUT_BUDGET
         self.output_full = False
         self.links: dict = {}  # pn_link_t* -> its LinkHandler (protocol/handler.py)
+        # pn_link_t* -> the rights its attach was allowed, asked again on a reload (revocation.py)
+        self.link_rights: dict = {}
         # Consumer links holding acknowledgements read in this batch of events, handed to
         # their queues in one go (ConsumerLink.take_acks) before the next endpoint event and
         # at the end of the batch.

@@ -14,6 +14,7 @@ from .binding import obj2dat
 from .conditions import set_condition
 from .consumer import ConsumerLink
 from .producer import ProducerLink
+from .revocation import remember
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -38,11 +39,14 @@ def refuse(link, name: str, description: str, info=None) -> None:
 def open_link(conn: Connection, link):
     """Handle a peer's attach; returns the link's handler, or None when refused."""
     is_sender = lib.pn_link_is_sender(link)  # we send: the client consumes
+    broker = conn.broker
     try:
-        with conn.broker.acting_as(conn.principal):
-            if is_sender:
-                return ConsumerLink.attach(conn, link)
-            return ProducerLink.attach(conn, link)
+        # The rights the attach is allowed are kept with the link: a reload asks for them again.
+        with broker.authorization.recording() as held, broker.acting_as(conn.principal):
+            handler = ConsumerLink.attach(conn, link) if is_sender else ProducerLink.attach(conn, link)
+        if handler is not None:
+            remember(conn, link, held if broker.permissions.enabled else None)
+        return handler
     except errors.HermodError as e:
         log.info("refused attach of %s from %s: %s", cproton.pn_link_name(link), conn.peer, e)
         refuse(link, conditions.condition_for(e), str(e), conditions.info_for(e))

@@ -115,8 +115,9 @@ class Server:
             make = lambda: Connection(self, listener)  # noqa: E731
         if listener is not None and listener.tls:
             from .tls import TlsAcceptor
-            ctx, name, inner = self.tls_context, listener.name, make
-            factory = lambda: TlsAcceptor(self.loop, ctx, name, inner)  # noqa: E731
+            name, inner = listener.name, make
+            # The context as it is at each accept: a reload replaces it (tls.reload).
+            factory = lambda: TlsAcceptor(self.loop, self.tls_context, name, inner)  # noqa: E731
         else:
             factory = make
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)

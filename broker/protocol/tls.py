@@ -7,8 +7,9 @@ TLS port, a client certificate that does not verify, a handshake the client abor
 finishes) one log line naming the peer; asyncio itself logs these only in debug mode. A failure
 closes that connection only.
 
-The certificate and key are read again on SIGHUP (`reload`): the same SSLContext takes the new
-chain, so new connections get it and open ones carry on.
+The certificate, key and CA are read again on SIGHUP (`reload`) into a new SSLContext that the
+acceptors take for every later handshake; open connections carry on, except those whose client
+certificate no longer verifies against the new CA (`certificate_check`, revocation.py).
 """
 from __future__ import annotations
 
@@ -47,14 +48,34 @@ def _load(ctx: ssl.SSLContext, cfg: TlsConfig) -> None:
         raise ValueError("tls.client_certificates needs tls.ca to verify them against")
 
 
-def reload(ctx: ssl.SSLContext, cfg: TlsConfig) -> None:
-    """Read the certificate, key and CA again (SIGHUP); a bad file keeps the old ones."""
+def reload(server, cfg: TlsConfig) -> bool:
+    """Read the certificate, key and CA again (SIGHUP) into a new context that every later
+    handshake uses: a CA taken out of `ca` is gone from it (loading into the running context
+    would only add). A bad file keeps the old context. True when the new one is in place."""
     try:
-        _load(ctx, cfg)
+        ctx = server_context(cfg)
     except ValueError as e:
         log.error("certificate reload failed, keeping the current one: %s", e)
-        return
+        return False
+    server.tls_context = ctx
     log.info("TLS certificate reloaded from %s", cfg.cert)
+    return True
+
+
+def certificate_check(cfg: TlsConfig):
+    """After a reload: a predicate `ok(conn)` that is False for a connection whose client
+    certificate no longer verifies against `cfg.ca`, and the bundle to close after use; None
+    when no client certificates are asked for."""
+    if cfg.ca is None or cfg.client_certificates == "none":
+        return None
+    from .tls_verify import CaBundle, peer_certificate
+    bundle = CaBundle(cfg.ca)
+
+    def ok(conn) -> bool:
+        der = peer_certificate(conn)
+        return der is None or bundle.verifies(der)
+
+    return ok, bundle
 
 
 class TlsAcceptor(asyncio.Protocol):

@@ -19,7 +19,8 @@ this module applies it to principals and reports. A reload swaps the `Permission
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..core import errors
 from .auth import Principal
@@ -29,6 +30,9 @@ log = logging.getLogger("hermod.security")
 
 NOBODY = Principal("(not logged in)", frozenset())
 EVERYTHING = ("#", ">")  # the `match` of an entry that speaks for the whole broker
+# The rights a link goes on using after its attach (a reload that takes one away ends the link);
+# creating an address or a queue, or deleting one, is done once at the attach and is not held.
+HELD = frozenset(("send", "consume", "browse", "manage"))
 
 
 def _no_audit(event: str, **fields) -> None:
@@ -41,6 +45,7 @@ class Authorization:
     def __init__(self, permissions: Permissions, audit: Callable[..., None] = _no_audit):
         self.permissions = permissions
         self.audit = audit
+        self._held: list[tuple[str, str]] | None = None  # `recording`'s list while one runs
 
     @property
     def enabled(self) -> bool:
@@ -60,6 +65,8 @@ class Authorization:
         """Raise NotAuthorized naming the operation and the address, with a log line and an
         audit record, unless `principal` may do `operation` on `address`."""
         if self.allows(principal, operation, address):
+            if self._held is not None and operation in HELD:
+                self._held.append((operation, address))
             return
         who = principal or NOBODY
         log.warning("denied: user %s may not %s on address %s (%s)", who.name, operation, address, via)
@@ -74,6 +81,18 @@ class Authorization:
         except errors.NotAuthorized as e:
             return str(e)
         return None
+
+    @contextmanager
+    def recording(self) -> Iterator[list[tuple[str, str]]]:
+        """The (operation, address) rights `require` granted inside, of those in HELD: what an
+        attach was allowed on, so that a reload can ask again for each open link with the new
+        permissions (protocol/revocation.py). Everything runs on the loop thread, and an attach
+        is decided before it waits for anything, so one list at a time is enough."""
+        outer, self._held = self._held, []
+        try:
+            yield self._held
+        finally:
+            self._held = outer
 
     # -- broker-wide rights -------------------------------------------------------------------------
     def broker_wide(self, principal: Principal | None, operation: str) -> bool:

@@ -66,9 +66,13 @@ def test_classic_security_example_users_groups_and_authorization_entries():
     assert users == {"system": ["admins", "users"], "user": ["users"], "guest": ["guests"]}
     assert "manager" not in done.stdout  # passwords from credentials.properties, stored hashed only
     perms = {p["match"]: p for p in cfg["security"]["permission"]}
-    assert perms["GUEST.#"]["send"] == ["guests", "users"] and perms["GUEST.#"]["consume"] == ["guests"]
-    assert perms["TEST.Q"] == {"match": "TEST.Q", "consume": ["guests"], "browse": ["guests"], "send": ["guests"]}
-    assert "ActiveMQ.Advisory.#" not in perms
+    # Classic takes the union of every matching entry: admins (on >) keep their rights below.
+    assert perms["GUEST.#"]["send"] == ["admins", "guests", "users"]
+    assert perms["GUEST.#"]["consume"] == ["admins", "guests"]
+    assert perms["TEST.Q"] == {"match": "TEST.Q", "consume": ["admins", "guests"], "browse": ["admins", "guests"],
+                               "send": ["admins", "guests"], "create_address": ["admins"],
+                               "create_durable_queue": ["admins"], "delete_queue": ["admins"]}
+    assert perms["ActiveMQ.Advisory.#"]["send"] == ["admins", "guests", "users"]  # kept, as Classic grants it
     assert cfg["security"]["anonymous"] is False
     assert cfg["store"] == {"url": "memory"}  # persistent="false"
 

@@ -200,3 +200,46 @@ def test_cli_verifies_the_broker_with_ca_option(start_broker, pki):
     other = run("--ca", str(pki / "otherca.crt"))
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert len(other.stderr.strip().splitlines()) == 1, other.stderr
+
+
+def test_a_reload_that_removes_a_ca_closes_its_clients_and_refuses_the_next(start_broker, pki, tmp_path):
+    """Issue 28, finding 9: after a CA leaves `[tls] ca` and SIGHUP, its client certificates no
+    longer log in (the running context only ever added CAs), and connections already open with
+    one are closed; a client of the CA that stays carries on."""
+    bundle = tmp_path / "clients-ca.pem"
+    bundle.write_text((pki / "ca.crt").read_text() + (pki / "otherca.crt").read_text())
+    users = USERS.replace('"bob"', '"rogue-user"')  # the rogue certificate's CN is alice too
+    config = ("[[listener]]\nname = \"secure\"\nhost = \"127.0.0.1\"\nport = 0\ntls = true\n"
+              "mechanisms = [\"PLAIN\"]\n"
+              + tls_section(pki, "required").replace(str(pki / "ca.crt"), str(bundle))
+              + "[security]\nanonymous = false\n" + users)
+    b = start_broker(config=config)
+    url = secure_url(b)
+    trusted = BlockingConnection(url, ssl_domain=domain(pki, "alice"), allowed_mechs="EXTERNAL", timeout=10)
+    revoked = BlockingConnection(url, ssl_domain=domain(pki, "rogue"), allowed_mechs="EXTERNAL", timeout=10)
+    try:
+        revoked.create_sender("q.ca", name="from-rogue").send(Message(body="before"))
+        bundle.write_text((pki / "ca.crt").read_text())  # otherca is taken out
+        b.proc.send_signal(signal.SIGHUP)
+        assert logged(b, "configuration reloaded")
+        with pytest.raises(ConnectionException) as closed:
+            sender = revoked.create_sender("q.ca", name="after-reload")
+            for _ in range(100):
+                sender.send(Message(body="after"))
+        assert getattr(closed.value, "condition", None) == "amqp:unauthorized-access", str(closed.value)
+        assert logged(b, "no longer verifies")
+        with pytest.raises(Exception):  # noqa: B017 - the handshake itself fails now
+            BlockingConnection(url, ssl_domain=domain(pki, "rogue"), allowed_mechs="EXTERNAL", timeout=10)
+        # The client of the CA that stays is not touched, and a new one still logs in.
+        trusted.create_sender("q.ca", name="from-alice").send(Message(body="still here"))
+        again = BlockingConnection(url, ssl_domain=domain(pki, "alice"), allowed_mechs="EXTERNAL", timeout=10)
+        receiver = again.create_receiver("q.ca")
+        assert [receiver.receive(timeout=10).body for _ in range(2)] == ["before", "still here"]
+        receiver.accept()
+        again.close()
+    finally:
+        trusted.close()
+        try:
+            revoked.close()
+        except Exception:  # noqa: BLE001 - closed by the broker
+            pass

@@ -6,7 +6,8 @@ destinations (virtualTopic, compositeQueue, compositeTopic with filteredDestinat
 forwardOnly), policy entries' dead-letter strategy, memory limit and flow control,
 `persistent="false"`, `simpleAuthenticationPlugin` users and `authorizationEntries`.
 Classic keeps queues and topics apart while Hermod has one namespace of addresses: queue and
-topic entries for the same name become one entry (a note when they disagree).
+topic entries for the same name become one entry (a note when they disagree); authorization
+entries are merged the way Classic applies them (grants.py).
 Classic sends dead and expired messages to `ActiveMQ.DLQ` unless a policy says otherwise; the
 import writes that as the `#` address settings so that they end up where they did.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import grants
 from .common import check_selector, listener_name, split_list
 from .notes import Notes
 from .users import user_entry
@@ -304,6 +306,12 @@ class _Classic:
                 entries = [e for m in p.all("map") for am in m.children for es in am.children
                            for e in es.children]
                 section["permission"] = self.authorization(entries)
+                if not section["permission"]:
+                    # Classic's authorization with no entry allows nobody; Hermod with no
+                    # permission allows everybody: one entry on # that grants no role instead.
+                    section["permission"] = [{"match": "#"}]
+                    self.notes.note(p, "has no authorizationEntry: Classic allows nothing, so the imported "
+                                       "configuration allows nothing until permissions are written")
             else:
                 self.notes.skip(p, _GENERIC)
         if section:
@@ -325,35 +333,27 @@ class _Classic:
 
     def authorization(self, entries: list[Node]) -> list[dict]:
         """read -> consume, browse; write -> send; admin -> create address and durable queues,
-        delete queues. Queue and topic entries of one pattern are merged."""
-        merged: dict[str, dict] = {}
+        delete queues. Classic's union of every matching entry, expressed in Hermod's most
+        specific match (grants.py); what cannot be expressed exactly is one line, narrower."""
+        classic: list[tuple[grants.ClassicEntry, Node]] = []
         for e in entries:
-            target = e.attrib.get("queue") or e.attrib.get("topic")
-            if e.tag != "authorizationEntry" or not target:
+            kind = "queue" if e.attrib.get("queue") else "topic" if e.attrib.get("topic") else None
+            if e.tag != "authorizationEntry" or kind is None:
                 self.notes.skip(e, "temporary destinations: Hermod does not guard them" if "temp" in e.tag.lower()
                                 else _GENERIC)
                 continue
-            if target.startswith("ActiveMQ.Advisory"):
-                self.notes.skip(e, "advisory topics are OpenWire's; Hermod has none")
-                continue
-            match = _wildcards(target)
-            perms = {}
-            for attr, ops in (("read", ("consume", "browse")), ("write", ("send",)),
-                              ("admin", ("create_address", "create_durable_queue", "delete_queue"))):
-                roles = split_list(e.attrib.get(attr, ""))
+            target = e.attrib[kind]
+            entry = grants.ClassicEntry(kind, _wildcards(target), f'{kind}="{target}"', e.line)
+            for attr, ops in grants.RIGHTS.items():
+                roles = frozenset(split_list(e.attrib.get(attr, "")))
                 for op in ops:
-                    perms[op] = roles
-            entry = merged.setdefault(match, {"match": match})
-            differs = any(op in entry and set(entry[op]) != set(r) for op, r in perms.items())
-            for op, roles in perms.items():
-                entry[op] = sorted(set(entry.get(op, [])) | set(roles))
-            if differs:
-                self.notes.note(e, f"merged with the other entry for {match} (Hermod has one namespace for "
-                                   f"queues and topics): its roles are the union")
-            entry_ops = [op for op in entry if op != "match" and not entry[op]]
-            for op in entry_ops:
-                del entry[op]
-        return list(merged.values())
+                    entry.roles[op] = roles
+            classic.append((entry, e))
+        nodes = {id(entry): node for entry, node in classic}
+        permissions, notes = grants.permissions([entry for entry, _ in classic])
+        for entry, text in notes:
+            self.notes.note(nodes[id(entry)], text)
+        return permissions
 
 
 def _wildcards(pattern: str) -> str:

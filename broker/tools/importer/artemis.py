@@ -64,6 +64,12 @@ _PERMISSION_WHY = {
     "deleteAddress": "Hermod has no delete-address permission (deleting an address is 'manage')",
 }
 
+# Security on and no security-setting: Artemis allows nothing. Hermod with no permission entry
+# allows everything, so the import writes one entry that matches every address and grants no role.
+NOTHING_ALLOWED = {"#": ["Artemis had no <security-setting>: nothing is allowed until permissions are",
+                         "written here (see [[security.permission]] in Hermod's configuration)"],
+                   "match": "#"}
+
 # Artemis queue attributes with their defaults: a default value needs no note.
 _QUEUE_DEFAULTS = {"purge-on-no-consumers": "false", "enabled": "true", "group-rebalance": "false",
                    "group-buckets": "-1", "non-destructive": "false", "consumers-before-dispatch": "0",
@@ -117,7 +123,7 @@ class _Artemis:
                 pass  # the broker's name only labels it in Artemis's own tools
             else:
                 self.notes.skip(el, _WHY.get(el.tag, _GENERIC))
-        self.security(security, security_enabled)
+        self.security(security, security_enabled, core.line)
 
     # -- acceptors ---------------------------------------------------------------------------
 
@@ -308,7 +314,11 @@ class _Artemis:
 
     # -- security ----------------------------------------------------------------------------
 
-    def security(self, settings: Node | None, enabled: bool) -> None:
+    def security(self, settings: Node | None, enabled: bool, core_line: int) -> None:
+        """Users, the guest login and permissions. An import never grants more than Artemis did:
+        with security on and no `<security-setting>` Artemis lets a logged-in user do nothing,
+        while Hermod with no `[[security.permission]]` lets everyone do everything, so that case
+        becomes one entry on `#` that grants no role (and one line saying so)."""
         users, guest_role = self.users()
         section: dict = {}
         if guest_role is not None:
@@ -317,15 +327,25 @@ class _Artemis:
             section["anonymous"] = False
         if users:
             section["user"] = users
-        if settings is not None and not enabled:
-            self.notes.skip(settings, "security-enabled is false (with no permissions Hermod lets every user do everything)")
-        elif settings is not None:
-            permissions = self.permissions(settings, guest_role)
+        if not enabled:
+            if settings is not None:
+                self.notes.skip(settings, "security-enabled is false (with no permissions Hermod lets every "
+                                          "user do everything, as Artemis did)")
+        else:
+            permissions = self.permissions(settings, guest_role) if settings is not None else []
             if permissions:
                 section["permission"] = permissions
-            if not users and guest_role is None:
-                self.notes.say(settings.line, "no artemis-users.properties or login.config beside the file: the "
-                                              "permissions name roles no Hermod user has yet (hermod user add)")
+                if not users and guest_role is None:
+                    self.notes.say(settings.line if settings is not None else core_line,
+                                   "no artemis-users.properties or login.config beside the file: the "
+                                   "permissions name roles no Hermod user has yet (hermod user add)")
+            else:
+                section["permission"] = [NOTHING_ALLOWED]
+                where = "an empty <security-settings>" if settings is not None else "no <security-settings>"
+                self.notes.say(settings.line if settings is not None else core_line,
+                               f"{where}: Artemis allows nothing to logged-in users, so the imported "
+                               f"configuration allows nothing until permissions are written "
+                               f"([[security.permission]])")
         if section:
             self.doc["security"] = section
 
