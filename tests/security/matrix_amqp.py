@@ -259,6 +259,13 @@ class VirtualTopicConsumer(EntryPath):
     def needs(self, operation):
         return frozenset({"consume", "create_durable_queue"})
 
+    def entries(self, operation, index):
+        # Grants on the consumer queues' names, to the denied user only (what an ActiveMQ
+        # Classic config would hold): the topic's address decides, so they neither admit the
+        # denied user nor are they needed by the allowed one.
+        p = self.prefix(index)
+        return [*super().entries(operation, index), (f"Consumer.*.{p}.#", {"maynot": ALL})]
+
     def toml(self, case):
         return multicast_address(case.address)
 
