@@ -29,8 +29,10 @@ class Target(EntryPath):
     """A sender attach naming the address as written (`form`): plain, a prefix. `send` to an
     existing address, `create_address` / `create_durable_queue` to a new one."""
 
-    def __init__(self, name: str, form: str, multicast: bool = False, operations=("send",)):
+    def __init__(self, name: str, form: str, multicast: bool = False, operations=("send",),
+                 capability: str | None = None):
         self.name, self.form, self.multicast, self.operations = name, form, multicast, operations
+        self.capability = capability
 
     def needs(self, operation):
         return frozenset({operation, "send"}) | (CREATE if operation in CREATE else frozenset())
@@ -45,7 +47,8 @@ class Target(EntryPath):
     def attempt(self, wire: Wire, case: Case) -> Outcome:
         conn = wire.amqp(case.user)
         try:
-            sender, cond = refusal(lambda: conn.create_sender(self.form.format(case.address)))
+            options = [Capabilities(self.capability, on_source=False)] if self.capability else None
+            sender, cond = refusal(lambda: conn.create_sender(self.form.format(case.address), options=options))
             if cond:
                 if case.operation == "send":
                     nothing = wire.messages(f"{case.address}.sub" if self.multicast else case.address) == 0
@@ -86,9 +89,14 @@ class CompositeTarget(EntryPath):
 
 class Relay(EntryPath):
     """An anonymous-relay link: checked per message (`rejected` with the condition); the link
-    stays usable for the addresses the user may send to."""
-    name = "amqp-anonymous-relay"
-    operations = ("send", "create_address")
+    stays usable for the addresses the user may send to. `fqqn`: the message's `to` names
+    `address::queue`."""
+
+    def __init__(self, name: str, operations=("send", "create_address"), fqqn: bool = False):
+        self.name, self.operations, self.fqqn = name, operations, fqqn
+
+    def to(self, case) -> str:
+        return f"{case.address}::{case.address}" if self.fqqn else case.address
 
     def needs(self, operation):
         return frozenset({"send"}) | (CREATE if operation in CREATE else frozenset())
@@ -99,7 +107,7 @@ class Relay(EntryPath):
     def attempt(self, wire, case):
         client = engine_login(wire.address, case.user, USERS[case.user])
         try:
-            state, cond, text = relay_send(client, case.address, case.tag)
+            state, cond, text = relay_send(client, self.to(case), case.tag)
             usable = relay_send(client, case.open_address, "after")[0] == proton.Delivery.ACCEPTED
         finally:
             client.sock.close()
@@ -553,10 +561,14 @@ PATHS: list[EntryPath] = [
     Target("amqp-target-queue-prefix", "queue://{}"),
     Target("amqp-target-multicast-prefix", "multicast://{}", multicast=True, operations=("send", "create_address")),
     Target("amqp-target-topic-prefix", "topic://{}", multicast=True),
+    Target("amqp-target-topic-capability", "{}", multicast=True, capability="topic"),
     CompositeTarget(),
-    Relay(),
+    Relay("amqp-anonymous-relay"),
+    Relay("amqp-anonymous-relay-fqqn", operations=("send",), fqqn=True),
     Source("amqp-source-name", "{address}", operations=("consume", "create_address", "create_durable_queue")),
+    Source("amqp-source-anycast-prefix", "anycast://{address}"),
     Source("amqp-source-queue-prefix", "queue://{address}"),
+    Source("amqp-source-multicast-prefix", "multicast://{address}", topic=True),
     Source("amqp-source-topic-prefix", "topic://{address}", topic=True),
     Source("amqp-source-topic-capability", "{address}", topic=True, capability="topic"),
     Source("amqp-source-fqqn", "{address}::{queue}"),

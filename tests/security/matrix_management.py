@@ -144,6 +144,27 @@ class Purge(QueueGet):
         return wire.messages(case.address) == 1
 
 
+class QueueGetFqqn(QueueGet):
+    """The queue named `address::queue`: checked on the address part."""
+    name = "queue-get-fqqn"
+
+    def http(self, case):
+        return "GET", f"/api/queues/{q(case.address + '::' + case.address)}", None
+
+    def amqp(self, case):
+        return "queue.get", {"name": f"{case.address}::{case.address}"}
+
+
+class PurgeFqqn(Purge):
+    name = "queue-purge-fqqn"
+
+    def http(self, case):
+        return "POST", f"/api/queues/{q(case.address + '::' + case.address)}/purge", {}
+
+    def amqp(self, case):
+        return "queue.purge", {"name": f"{case.address}::{case.address}"}
+
+
 class Move(Action):
     """`manage` on the source (the cell's address), to an open address."""
     name, operation = "queue-move", "manage"
@@ -464,7 +485,8 @@ class Management(EntryPath):
         return Outcome("error", word, False, str(answer))
 
 
-ACTIONS: list[Action] = [QueueGet(), QueuePeek(), QueueList(), AddressList(), Explain(), Purge(), Move(),
+ACTIONS: list[Action] = [QueueGet(), QueueGetFqqn(), QueuePeek(), QueueList(), AddressList(), Explain(), Purge(),
+                         PurgeFqqn(), Move(),
                          MoveTo(), Retry(), RetryTo(), Send(), QueueCreate(), QueueDelete("manage"),
                          QueueDelete("delete_queue"), AddressCreate(), AddressDelete(), Connections(),
                          ConnectionClose(), Metrics(), Console()]
