@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot
+.PHONY: check run test test-fast install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -87,6 +87,11 @@ test: $(TEST_STAMP) check system-deps java interop-deps console-deps rabbitmq-de
 FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) tests/security/test_permissions.py
 test-fast: $(TEST_STAMP) check
 	$(VENV)/bin/pytest -q -x $(FAST_TESTS)
+
+# Issue 28: the permission matrix alone (it is in `make test` too): every operation x entry path,
+# a user that may and one that may not (tests/security/permission_matrix.py).
+permission-matrix: $(TEST_STAMP)
+	$(VENV)/bin/pytest -q tests/security/test_permission_matrix.py
 
 bench: $(TEST_STAMP) system-deps
 	$(PY) benchmarks/bench.py --setup $(BENCH_ARGS)

@@ -39,6 +39,30 @@ def start_broker(tmp_path):
         b.stop()
 
 
+@pytest.fixture(scope="module")
+def start_module_broker(tmp_path_factory):
+    """`start_broker` for a whole test module: one broker many tests share (a matrix of cases
+    that each use addresses of their own). Stopped when the module's tests are done."""
+    started: list[BrokerProcess] = []
+    directory = tmp_path_factory.mktemp("module-broker")
+
+    def start(*args: str, config: str | None = None, store: str = "memory") -> BrokerProcess:
+        argv = ["--port", "0"]
+        if config is not None:
+            cfg = directory / f"hermod-{len(started)}.toml"
+            cfg.write_text(config)
+            argv += ["--config", str(cfg)]
+        if store is not None:
+            argv += ["--store", store]
+        b = BrokerProcess([*argv, *args], directory).start()
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        b.stop()
+
+
 @pytest.fixture
 def broker(start_broker):
     """A broker with the default configuration and the in-memory store."""
