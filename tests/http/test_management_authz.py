@@ -49,7 +49,13 @@ CONFIG = "[security]\nanonymous = false\naudit_log = \"audit.jsonl\"\n" + "".joi
 name = "{name}"
   [[address.queue]]
   name = "{name}"
-""" for name in ("secret.payroll", "secret.archive", "tenantA.inbox", "tenantA.other", "tenantA.dlq")) + """
+""" for name in ("secret.payroll", "secret.archive", "tenantA.inbox", "tenantA.other", "tenantA.dlq",
+             "tenantA.tap")) + """
+[[divert]]
+name = "tap-divert"
+address = "tenantA.tap"
+forwarding_address = "secret.archive"
+
 [[address]]
 name = "secret.empty"
 [[address]]
@@ -188,11 +194,11 @@ def test_a_tenant_is_refused_every_operation_on_another_tenants_queue(secured, v
 
         # Lists and the overview show only what she may browse.
         status, queues = alice("queue.list")
-        assert status == 200 and names(queues) == {"tenantA.inbox", "tenantA.other", "tenantA.dlq"}
+        assert status == 200 and names(queues) == {"tenantA.inbox", "tenantA.other", "tenantA.dlq", "tenantA.tap"}
         status, addresses = alice("address.list")
         assert status == 200 and not any(n.startswith("secret.") for n in names(addresses))
         status, overview = alice("overview")
-        assert status == 200 and overview["queues"] == 3 and overview["messages"] == 1
+        assert status == 200 and overview["queues"] == 4 and overview["messages"] == 1
     finally:
         admin_conn.close()
 
@@ -259,6 +265,17 @@ def test_the_administrator_may_do_everything(secured, via):
             conn.close()
         except Exception:  # noqa: BLE001 - the broker closed it first
             pass
+
+
+@pytest.mark.parametrize("via", ["http", "amqp"])
+def test_explain_shows_only_the_addresses_the_user_may_browse(secured, via):
+    """`tenantA.tap` diverts a copy into `secret.archive`: the administrator sees that step and
+    queue; the tenant sees her own queue and nothing of the secret one."""
+    status, route = DOORS[via](secured, "admin")("explain", address="tenantA.tap")
+    assert status == 200 and set(route["queues"]) == {"tenantA.tap", "secret.archive"}
+    status, route = DOORS[via](secured, "alice")("explain", address="tenantA.tap")
+    assert status == 200 and route["queues"] == ["tenantA.tap"]
+    assert "secret" not in json.dumps(route["steps"]), route["steps"]
 
 
 @pytest.mark.parametrize("via", ["http", "amqp"])
