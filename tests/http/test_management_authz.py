@@ -371,3 +371,21 @@ def test_the_audit_log_records_management_actions_logins_and_denials_on_both_doo
     text = audit.read_text()
     assert "top secret body" not in text and "not-the-password" not in text
     assert not any(PW[u] in text for u in PW)
+
+
+def test_the_cli_is_refused_and_allowed_the_same_way(secured):
+    """The CLI speaks AMQP management: the same checks, one line on refusal, nothing changed."""
+    import subprocess
+    import sys
+
+    def hermod(user: str, *args: str) -> subprocess.CompletedProcess:
+        url = secured.url.replace("amqp://", f"amqp://{user}:{PW[user]}@")
+        return subprocess.run([sys.executable, "-m", "hermod.broker", *args, "--url", url],
+                              capture_output=True, text=True, timeout=60)
+    done = hermod("alice", "queue", "purge", "secret.payroll")
+    assert done.returncode != 0 and "manage" in done.stderr and "secret.payroll" in done.stderr, done.stderr
+    done = hermod("alice", "queue", "move", "secret.payroll", "--to", "tenantA.inbox")
+    assert done.returncode != 0 and "secret.payroll" in done.stderr, done.stderr
+    assert depth(secured, "secret.payroll") == SECRETS
+    done = hermod("alice", "queue", "browse", "tenantA.inbox", "--json")
+    assert done.returncode == 0 and [m["body"] for m in json.loads(done.stdout)] == ["mine"], done.stderr
