@@ -2,8 +2,11 @@
 endpoint `hermod.management`, the HTTP API, the CLI). Pure: no Proton, no SQL, no HTTP; it uses
 the core's public API, and two small ports the protocol adapter fills (`ports.py`).
 
-`call(operation, args)` answers a JSON-able value, or a `Deferred` for the operations that wait
-for the store (move, retry, send); failures are `ManagementError`s carrying an HTTP status.
+`call(operation, requester, args, caller)` answers a JSON-able value, or a `Deferred` for the
+operations that wait for the store (move, retry, send); failures are `ManagementError`s carrying
+an HTTP status. Every door hands in its `Caller` (access.py): each operation checks the
+addresses it touches through the broker's one decision point and is audited here, so no door
+checks or audits management on its own.
 """
 from __future__ import annotations
 
