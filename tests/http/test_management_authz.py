@@ -366,6 +366,8 @@ def test_the_audit_log_records_management_actions_logins_and_denials_on_both_doo
     assert denied["peer"].startswith("127.0.0.1")
     assert not any(e["event"] == "management" and e["arguments"].get("name") == "secret.payroll" for e in events)
     assert any(e["event"] == "login" and e.get("via") == "http" and e["user"] == "alice" for e in events)
+    assert any(e["event"] == "login" and e.get("via") == "amqp" and e["user"] == "alice" and e["peer"]
+               for e in events)
     assert any(e["event"] == "login_failed" and e["user"] == "alice" for e in events)
     assert not any(e["event"] == "login-failed" for e in _events(audit))
     text = audit.read_text()
