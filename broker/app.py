@@ -191,7 +191,7 @@ class Broker:
         principal = self.auth.plain(user, password)
         if principal is None:
             log.warning("HTTP login failed for user %s", user)
-            self.audit("login-failed", user=user, via="http")
+            self.audit("login_failed", user=user, via="http")
             return None
         wanted = ("browse", "manage") if permission == "browse" else (permission,)
         if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
@@ -200,21 +200,18 @@ class Broker:
         self.audit("denied", user=user, operation=permission, via="http")
         return None
 
-    def management_view(self, principal: Principal | None) -> Callable[[str], bool] | None:
-        """Which addresses a management user sees in lists and may read: None (all of them) with
-        no permissions configured or for a user who may `manage` the management address itself
-        (the broker's administrators); otherwise those the user may `browse` or `manage`."""
-        if principal is None or not self.permissions.enabled:
-            return None
-        roles, allows = principal.roles, self.permissions.allows
-        if allows(roles, "manage", self.management_address):
-            return None
-        return lambda address: allows(roles, "browse", address) or allows(roles, "manage", address)
-
     def authorize(self, operation: str, address: str, principal: Principal | None = None) -> None:
         """Raise NotAuthorized (amqp:unauthorized-access) naming the operation and the address,
         with a log line, unless the principal's roles allow it."""
         self.authorization.require(principal or self.acting or NOBODY, operation, address)
+
+    def _authorize_send(self, address: str) -> None:
+        """`send` on `address` for the acting principal; the management endpoint instead admits
+        whoever may manage or browse somewhere (management checks each operation's address)."""
+        if address == self.management_address:
+            self.authorization.require_management_door(self.acting or NOBODY, address)
+        else:
+            self.authorize("send", address)
 
     def subscription_delete_denial(self, principal: Principal | None, queue) -> str | None:
         """Closing a durable subscription deletes its queue: `delete_queue` on its address."""
@@ -227,7 +224,7 @@ class Broker:
     # -- links ---------------------------------------------------------------------------------
     def attach_producer(self, req: core_links.ProducerRequest) -> core_links.ProducerTarget:
         if self.acting is not None and req.address is not None and not req.dynamic:
-            self.authorize("manage" if req.address == self.management_address else "send", req.address)
+            self._authorize_send(req.address)
         if req.address == self.management_address:
             return core_links.ProducerTarget(req.address, ANYCAST, ANYCAST)
         return core_links.attach_producer(self.postoffice, req)
@@ -250,7 +247,7 @@ class Broker:
         (`rt` from the link, the message's annotations or the prefix of `to`, in that order; None:
         the address's own types); `queue` from a fully qualified `to`."""
         if self.acting is not None:
-            self.authorize("manage" if address == self.management_address else "send", address)
+            self._authorize_send(address)
         if address == self.management_address:
             return address, ANYCAST, None
         if queue is not None:

@@ -1,7 +1,9 @@
 """The JSON API's routes (the contract's table) onto `broker.management`, plus `/health`,
 `/metrics` and the console's assets (`/`, `/console/...`). Authorization is one hook,
 `allowed()`: with no users in `[security]` everything is allowed; otherwise `broker.authorize_http(user, password, permission)` decides (the security
-module provides it), with `browse` for reads and `manage` for the rest."""
+module provides it), with `browse` for reads and `manage` for the rest. That only lets a user
+in: management checks each operation on the addresses it touches (and audits it), given the
+`Caller` (user, `via="http"`, remote address) built here."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +12,7 @@ import binascii
 import json
 from urllib.parse import unquote
 
-from ..management import READ_OPERATIONS, Deferred, ManagementError
+from ..management import READ_OPERATIONS, Caller, Deferred, ManagementError
 from ..management.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from . import console
 from .server import Request, Response
@@ -69,13 +71,16 @@ class Api:
             refused, who = self._authorize(request, permission)
             if refused is not None:
                 return refused
+            caller = self._caller(request, who)
             if operation == "metrics":
-                return Response(200, await _metrics_body(self.management.metrics_snapshot()),
-                                METRICS_CONTENT_TYPE)
-            view = self.broker.management_view(who) if who is not True else None
+                try:
+                    snapshot = self.management.metrics_snapshot(caller)
+                except ManagementError as e:
+                    return Response.error(e.status, str(e))
+                return Response(200, await _metrics_body(snapshot), METRICS_CONTENT_TYPE)
             if operation == "queue.list" and PAGE_ARGUMENTS & request.query.keys():
-                return self._queue_page(args, view)
-            return await self._call(operation, args, created, view)
+                return self._queue_page(args, caller)
+            return await self._call(operation, args, created, caller)
         return Response.error(404, f"no such resource: {path}")
 
     def _authorize(self, request: Request, permission: str) -> tuple[Response | None, object]:
@@ -87,30 +92,40 @@ class Api:
         except ManagementError as e:
             return Response.error(e.status, str(e)), None
         if who:
+            if who is not True:  # each request logs in: a `login` record, as an AMQP login writes
+                self.broker.audit("login", peer=request.remote, user=who.name, mechanism="HTTP-BASIC",
+                                  via="http")
             return None, who
         if user is None:
             return Response(401, b'{"error": "credentials required"}',
                             headers={"WWW-Authenticate": 'Basic realm="hermod"'}), None
         return Response.error(403, f"{user} may not {permission}"), None
 
+    def _caller(self, request: Request, who) -> Caller:
+        """Who management acts for: the logged-in user, or, with no `[security]` users, the open
+        API's unchecked caller."""
+        if who is True:
+            return Caller(None, via="http", peer=request.remote, checked=False)
+        return Caller(who, via="http", peer=request.remote)
+
     def _refused(self, request: Request, permission: str) -> Response | None:
         """The 401/403 answer when the request's credentials do not allow `permission`."""
         return self._authorize(request, permission)[0]
 
-    def _queue_page(self, args: dict, view=None) -> Response:
+    def _queue_page(self, args: dict, caller: Caller) -> Response:
         """`GET /api/queues?search=&sort=&offset=&limit=`: still a list (the contract's shape),
         the number of matching queues in `X-Total-Count` (for the console's pager)."""
         try:
-            rows, total = self.management.queue_page(dict(args, view=view) if view is not None else args)
+            page = self.management.call("queue.page", None, args, caller=caller)
         except ManagementError as e:
             return Response.error(e.status, str(e))
-        response = Response.json(200, rows)
-        response.headers["X-Total-Count"] = str(total)
+        response = Response.json(200, page["queues"])
+        response.headers["X-Total-Count"] = str(page["total"])
         return response
 
-    async def _call(self, operation: str, args: dict, created: bool, view=None) -> Response:
+    async def _call(self, operation: str, args: dict, created: bool, caller: Caller) -> Response:
         try:
-            result = self.management.call(operation, None, args, view=view)
+            result = self.management.call(operation, None, args, caller=caller)
             if isinstance(result, Deferred):
                 result = await _wait(result)
         except ManagementError as e:

@@ -42,6 +42,7 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    remote: str | None = None  # "host:port" of the client (the audit log's `peer`)
 
 
 @dataclass
@@ -107,6 +108,7 @@ class HttpServer:
                     break
                 if request is None:
                     break
+                request.remote = _peer(writer)
                 keep = request.headers.get("connection", "").lower() != "close"
                 try:
                     response = await self.handler(request)
@@ -177,6 +179,12 @@ async def read_request(reader: asyncio.StreamReader, first: bool,
     url = urlsplit(target)
     query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
     return Request(method.upper(), url.path, query, headers, body)
+
+
+def _peer(writer: asyncio.StreamWriter) -> str | None:
+    """The client as the AMQP side writes a connection's peer: "host:port"."""
+    peer = writer.get_extra_info("peername")
+    return f"{peer[0]}:{peer[1]}" if peer else None
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -2,8 +2,11 @@
 endpoint `hermod.management`, the HTTP API, the CLI). Pure: no Proton, no SQL, no HTTP; it uses
 the core's public API, and two small ports the protocol adapter fills (`ports.py`).
 
-`call(operation, args)` answers a JSON-able value, or a `Deferred` for the operations that wait
-for the store (move, retry, send); failures are `ManagementError`s carrying an HTTP status.
+`call(operation, requester, args, caller)` answers a JSON-able value, or a `Deferred` for the
+operations that wait for the store (move, retry, send); failures are `ManagementError`s carrying
+an HTTP status. Every door hands in its `Caller` (access.py): each operation checks the
+addresses it touches through the broker's one decision point and is audited here, so no door
+checks or audits management on its own.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from ..core import errors as core_errors
 from ..core import limits
 from ..core.message import ANYCAST, MULTICAST
 from . import messages
+from .access import UNCHECKED, Access, Caller, audit_record
 from .errors import BadRequest, Conflict, Forbidden, ManagementError, NotFound
 from .explain import explain
 from .ports import ConnectionRegistry, Deferred, MessageCodec, NoConnections
@@ -24,7 +28,7 @@ View = Callable[[str], bool]  # may the caller see this address?
 if TYPE_CHECKING:
     from ..app import Broker
 
-__all__ = ["Management", "ManagementError", "Deferred", "READ_OPERATIONS", "QUEUE_STAT_FIELDS"]
+__all__ = ["Management", "ManagementError", "Deferred", "Caller", "READ_OPERATIONS", "QUEUE_STAT_FIELDS"]
 
 QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", "consumers",
                      "added", "acked")
@@ -35,7 +39,7 @@ QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", 
 NAME_ARGUMENTS = ("name", "address", "to")
 
 READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "bridge.stat", "address.list", "queue.list",
-                             "queue.get", "queue.browse", "connection.list", "explain", "overview"})
+                             "queue.page", "queue.get", "queue.browse", "connection.list", "explain", "overview"})
 
 
 def _arg(args: dict, name: str, kind: type | tuple = str, default: Any = None, required: bool = False):
@@ -127,7 +131,7 @@ class Management:
     def argument_operations(self) -> dict[str, Callable[[dict], Any]]:
         """The contract's operations, called with their arguments (a dict)."""
         return {
-            "address.list": self.address_list, "address.create": self.address_create,
+            "address.list": self.address_list, "queue.page": self.queue_page_answer, "address.create": self.address_create,
             "address.delete": self.address_delete, "message.send": self.message_send,
             "queue.list": self.queue_list, "queue.get": self.queue_get, "queue.create": self.queue_create,
             "queue.delete": self.queue_delete, "queue.purge": self.queue_purge,
@@ -138,17 +142,48 @@ class Management:
         }
 
     def call(self, operation: str, requester: str | None = None, args: dict | None = None,
-             view: View | None = None):
-        """`view`: which addresses the caller may see (None: all; `Broker.management_view`)."""
-        op = self.operations().get(operation)
-        if op is not None:
-            return op(requester, view)
+             caller: Caller = UNCHECKED):
+        """Run `operation` for `caller`: every address it touches is checked here, through the
+        broker's one decision point (`broker.authorization`), whichever door the call came
+        through; a refusal is `Forbidden` (403) naming the operation, the right and the address.
+        Each call that passes its checks is one `management` audit record. `requester`: the
+        AMQP reply address (left out of lists)."""
+        legacy = self.operations().get(operation)
         op = self.argument_operations().get(operation)
-        if op is None:
+        if legacy is None and op is None:
             raise KeyError(f"unknown management operation {operation!r}")
-        args = dict(args or {}, requester=requester, view=view)
-        _check_names(args)
-        return op(args)
+        access = Access(self.broker.authorization, caller, operation)
+        args = dict(args or {})
+        audited = dict(args)
+        try:
+            if legacy is not None:
+                if operation == "store.stat":
+                    access.require_broker_wide("browse")
+                result = legacy(requester, access.view())
+            else:
+                args.update(requester=requester, view=access.view(), access=access)
+                _check_names(args)
+                result = op(args)
+        except Forbidden:
+            raise  # the decision point wrote the `denied` record
+        except ManagementError:
+            audit_record(self.broker.audit, caller, operation, audited)
+            raise
+        audit_record(self.broker.audit, caller, operation, audited)
+        return result
+
+    def reply_allowed(self, caller: Caller, reply_to: str) -> bool:
+        """Whether the AMQP answer may be written to `reply_to`: a temporary address (the
+        caller's reply queue), or one the caller may `send` to; an answer is a message, and
+        naming another tenant's queue there must not put it into it."""
+        address = self.postoffice.addresses.get(reply_to)
+        if address is not None and address.temporary:
+            return True
+        try:
+            Access(self.broker.authorization, caller, "reply").require("send", reply_to)
+        except Forbidden:
+            return False
+        return True
 
     # -- addresses -------------------------------------------------------------------------------
     def address_list(self, args: dict) -> list[dict]:
@@ -159,6 +194,7 @@ class Management:
 
     def address_create(self, args: dict) -> Deferred:
         name = _arg(args, "name", required=True)
+        _access(args).require("manage", name)
         routing_types = args.get("routing_types") or [ANYCAST]
         if isinstance(routing_types, str):
             routing_types = [t.strip() for t in routing_types.split(",") if t.strip()]
@@ -173,6 +209,7 @@ class Management:
 
     def address_delete(self, args: dict) -> Deferred:
         name = _arg(args, "name", required=True)
+        _access(args).require("manage", name)
         address = self.postoffice.addresses.get(name)
         if address is None:
             raise NotFound(f"address {name} does not exist")
@@ -188,6 +225,12 @@ class Management:
     # -- queues -----------------------------------------------------------------------------------
     def queue_list(self, args: dict) -> list[dict]:
         return self.queue_page(args)[0]
+
+    def queue_page_answer(self, args: dict) -> dict:
+        """`queue.page`: `{"queues": [...], "total": N}` (the console's pager; HTTP `GET
+        /api/queues` with paging arguments answers the list and `X-Total-Count`)."""
+        rows, total = self.queue_page(args)
+        return {"queues": rows, "total": total}
 
     def queue_page(self, args: dict) -> tuple[list[dict], int]:
         """One page of the queue list and how many queues matched: optional `search` (a piece of
@@ -218,11 +261,16 @@ class Management:
         return queue_info(self._readable_queue(args))
 
     def _readable_queue(self, args: dict):
-        """The named queue, when the caller may see its address (else 403)."""
+        """The named queue, when the caller may `browse` its address (else 403)."""
         queue = messages.find_queue(self.postoffice, args.get("name"))
-        view = args.get("view")
-        if view is not None and not view(queue.address.name):
-            raise Forbidden(f"not allowed to browse address {queue.address.name}")
+        _access(args).require("browse", queue.address.name)
+        return queue
+
+    def _managed_queue(self, args: dict, *rights: str):
+        """The named queue, when the caller holds `manage` (and `rights`) on its address."""
+        queue = messages.find_queue(self.postoffice, args.get("name"))
+        for right in ("manage", *rights):
+            _access(args).require(right, queue.address.name)
         return queue
 
     def queue_create(self, args: dict) -> Deferred:
@@ -233,6 +281,7 @@ class Management:
             raise BadRequest("routing_type must be anycast or multicast")
         durable = _arg(args, "durable", bool, default=True)
         filter_text = _arg(args, "filter") or None
+        _access(args).require("manage", address)
         if name in self.postoffice.queues:
             raise Conflict(f"queue {name} already exists")
         messages.compile_predicate(self.postoffice, filter_text)  # a bad selector is a 400
@@ -243,13 +292,13 @@ class Management:
         return answer
 
     def queue_delete(self, args: dict) -> Deferred:
-        queue = messages.find_queue(self.postoffice, args.get("name"))
+        queue = self._managed_queue(args, "delete_queue")
         answer = Deferred()
         self.postoffice.delete_queue(queue.name, stored=_answer(answer))
         return answer
 
     def queue_purge(self, args: dict) -> Deferred:
-        queue = messages.find_queue(self.postoffice, args.get("name"))
+        queue = self._managed_queue(args)
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
         return messages.purge(self.postoffice, queue, match)
 
@@ -260,39 +309,55 @@ class Management:
         return messages.peek(self.postoffice, self._codec(), queue, limit, match)
 
     def queue_move(self, args: dict) -> Deferred:
-        queue = messages.find_queue(self.postoffice, args.get("name"))
+        queue = self._managed_queue(args)
+        to = args.get("to")
+        if isinstance(to, str) and to:
+            _access(args).require("send", to)
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
-        return messages.move(self.postoffice, queue, args.get("to"), match)
+        return messages.move(self.postoffice, queue, to, match)
 
     def queue_retry(self, args: dict) -> Deferred:
-        return messages.retry(self.postoffice, messages.find_queue(self.postoffice, args.get("name")))
+        """Every address a dead letter would go back to is checked (`send`) before anything
+        moves: one the caller may not write to refuses the whole call."""
+        queue = self._managed_queue(args)
+        for address in sorted(messages.retry_targets(queue)):
+            _access(args).require("send", address)
+        return messages.retry(self.postoffice, queue)
 
     def message_send(self, args: dict) -> Deferred:
+        address = args.get("address")
+        if isinstance(address, str) and address:
+            _access(args).require("send", address)
         return messages.send(self.postoffice, self._codec(), args.get("address"), args.get("body"),
                              args.get("properties"), args.get("durable", False), args.get("routing_type"))
 
     # -- connections -------------------------------------------------------------------------------
     def connection_list(self, args: dict) -> list[dict]:
+        _access(args).require_broker_wide("browse")
         return self.connections.list_connections()
 
     def connection_close(self, args: dict) -> None:
         connection_id = args.get("id")
         if not isinstance(connection_id, (str, int)) or isinstance(connection_id, bool):
             raise BadRequest("'id' is required")
+        _access(args).require_broker_wide("manage")
         if not self.connections.close_connection(str(connection_id)):
             raise NotFound(f"connection {connection_id} does not exist")
 
     # -- overview ------------------------------------------------------------------------------------
     def overview(self, args: dict) -> dict:
-        """The console's first page: totals, in one pass over the queues (those the caller may see)."""
+        """The console's first page: totals, in one pass over the queues (those the caller may
+        see); the connection count only for a broker-wide reader (else null)."""
         view = args.get("view")
+        connections = self.connections.figures().get("connections", 0) \
+            if _access(args).broker_wide("browse") else None
         queues = [q for q in self.postoffice.queues.values() if view is None or view(q.address.name)]
         return {"version": __version__, "node": self.broker.container_id,
                 "addresses": sum(1 for a in self.postoffice.addresses.values()
                                  if not a.temporary and (view is None or view(a.name))),
                 "queues": len(queues), "messages": sum(q.message_count for q in queues),
                 "consumers": sum(len(q.consumers) for q in queues),
-                "connections": self.connections.figures().get("connections", 0)}
+                "connections": connections}
 
     # -- explain -------------------------------------------------------------------------------------
     def explain(self, args: dict) -> dict:
@@ -300,6 +365,7 @@ class Management:
         routing_type = _arg(args, "routing_type")
         if routing_type not in (None, ANYCAST, MULTICAST):
             raise BadRequest("routing_type must be anycast or multicast")
+        _access(args).require("browse", address)
         properties = args.get("properties") or {}
         if not isinstance(properties, dict):
             raise BadRequest("properties must be an object")
@@ -307,7 +373,7 @@ class Management:
         rt = po.resolve_send_routing_type(address, routing_type)
         message = self._codec().new_message(address, "", properties, False, rt, po.clock.now_ms())
         try:
-            return explain(po, self.broker.virtual_topics, message, address, rt)
+            return explain(po, self.broker.virtual_topics, message, address, rt, args.get("view"))
         except core_errors.HermodError as e:
             raise BadRequest(str(e)) from None
 
@@ -316,8 +382,10 @@ class Management:
         from .metrics import render
         return render(self.broker, self.connections.figures())
 
-    def metrics_snapshot(self):
-        """The figures of one scrape, read now; `metrics.text(snapshot)` formats them anywhere."""
+    def metrics_snapshot(self, caller: Caller = UNCHECKED):
+        """The figures of one scrape, read now; `metrics.text(snapshot)` formats them anywhere.
+        A broker-wide read: `browse` from an entry with `match = "#"` (else Forbidden)."""
+        Access(self.broker.authorization, caller, "metrics").require_broker_wide("browse")
         from .metrics import Snapshot
         return Snapshot(self.broker, self.connections.figures())
 
@@ -325,6 +393,11 @@ class Management:
         if self.codec is None:
             raise ManagementError("no message codec registered")
         return self.codec
+
+
+def _access(args: dict) -> Access:
+    """The call's checks (`call` puts them in the arguments; a direct call is unchecked)."""
+    return args.get("access") or Access(None, UNCHECKED, "internal")
 
 
 # -- answers once stored ---------------------------------------------------------------------------

@@ -5,23 +5,57 @@ non-exclusive ones, then the address's own queues and their filters; each forwar
 again at its target address."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..core.forwarding import MAX_FORWARD_HOPS
 from ..core.message import ANYCAST, MULTICAST, Message
 from ..core.virtual_topics import is_virtual
 
 
-def explain(po, virtual_topics, message: Message, address: str, routing_type: str | None) -> dict:
+def explain(po, virtual_topics, message: Message, address: str, routing_type: str | None,
+            view: Callable[[str], bool] | None = None) -> dict:
+    """`view`: the addresses the caller may browse (None: all). The walk goes everywhere a
+    message would; the answer shows only the steps at, the forwards to and the queues on the
+    addresses in view."""
     steps: list[dict] = []
     queues: list[str] = []
     created = address not in po.addresses
     _walk(po, virtual_topics, message, address, routing_type, 0, steps, queues)
+    if view is not None:
+        steps = [_seen(s, view) for s in steps if view(s["at"])]
+        queues = [q for q in queues if view(_queue_address(po, q))]
+    for s in steps:
+        del s["at"]
     return {"address": address, "routing_type": routing_type, "created": created,
             "steps": steps, "queues": list(dict.fromkeys(queues))}
 
 
+def _seen(step: dict, view: Callable[[str], bool]) -> dict:
+    if "to" in step:
+        step["to"] = [a for a in step["to"] if view(a)]
+    return step
+
+
+def _queue_address(po, name: str) -> str:
+    """The address of a queue the walk named (an auto-created one is named as its address)."""
+    queue = po.queues.get(name)
+    return queue.address.name if queue is not None else name
+
+
 def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
           queues: list, way: tuple[str, ...] = ()) -> None:
-    """`way`: the addresses the copy came through (a copy back into one is in a cycle)."""
+    """`way`: the addresses the copy came through (a copy back into one is in a cycle). Each
+    step records the address it is `at` (the forwards walked from here mark their own first)."""
+    start = len(steps)
+    try:
+        _walk_address(po, virtual_topics, message, name, rt, hops, steps, queues, way)
+    finally:
+        for step in steps[start:]:
+            step.setdefault("at", name)
+
+
+def _walk_address(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
+                  queues: list, way: tuple[str, ...]) -> None:
     step = {"kind": "address", "name": name, "routing_type": rt}
     steps.append(step)
     address = po.addresses.get(name)

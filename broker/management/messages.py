@@ -113,17 +113,25 @@ def move(po, queue: Queue, to: Any, match) -> Deferred:
     return _resend(po, queue, taken, target)
 
 
+def original_address(ref: Ref) -> str | None:
+    """Where a dead letter came from (`x-opt-ORIG-ADDRESS`), or None."""
+    address = ref.message.annotations.get("x-opt-ORIG-ADDRESS")
+    return address if isinstance(address, str) and address else None
+
+
+def retry_targets(queue: Queue) -> set[str]:
+    """Every address `retry` would write to: those its messages came from (management checks
+    `send` on each before anything moves)."""
+    return {a for r in itertools.chain(queue.backlog, queue.scheduled) if (a := original_address(r))}
+
+
 def retry(po, queue: Queue) -> Deferred:
     """Dead letters back where they came from: the queue named by `x-opt-ORIG-QUEUE` when it is
     still on the `x-opt-ORIG-ADDRESS` address (so one subscriber of a topic does not get a copy
     for every other), else that address. Messages without the annotation stay."""
-    def original_address(ref: Ref) -> str | None:
-        address = ref.message.annotations.get("x-opt-ORIG-ADDRESS")
-        return address if isinstance(address, str) and address else None
-
     # A new send there: an auto-created address (and anycast queue) that went away while its
     # messages sat here comes back, when the settings allow, as it would for a producer.
-    for address in {a for r in itertools.chain(queue.backlog, queue.scheduled) if (a := original_address(r))}:
+    for address in retry_targets(queue):
         if address not in po.addresses:
             try:
                 po.ensure_send_target(address, po.resolve_send_routing_type(address, None))

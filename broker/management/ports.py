@@ -13,7 +13,8 @@ from ..core.message import Message
 
 class ConnectionRegistry(Protocol):
     def list_connections(self) -> list[dict]:
-        """`{"id", "remote", "user", "container_id", "links": [...]}` per open connection."""
+        """`{"id", "remote", "user", "protocol", "container_id", "links": [...]}` per open connection
+        (`user`: the logged-in user)."""
 
     def close_connection(self, connection_id: str) -> bool:
         """Close it with amqp:connection:forced; False when there is no such connection."""

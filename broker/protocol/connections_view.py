@@ -11,7 +11,6 @@ import logging
 import weakref
 from typing import TYPE_CHECKING
 
-import cproton
 from cproton_ffi import ffi, lib
 
 from . import conditions
@@ -69,12 +68,11 @@ class ConnectionsView:
         return False
 
     def _describe(self, conn) -> dict:
-        user = None
-        try:
-            user = cproton.pn_transport_get_user(conn.transport)
-        except Exception:  # noqa: BLE001 - no SASL layer on this transport: no user to show
-            user = None
-        return {"id": self._id(conn), "remote": conn.peer, "user": getattr(conn, "user", None) or user,
+        # The login is Hermod's own SASL gate's (protocol/sasl.py), not Proton's: Proton's
+        # transport never ran SASL and would name every connection "anonymous".
+        principal = conn.principal
+        return {"id": self._id(conn), "remote": conn.peer,
+                "user": principal.name if principal is not None else None, "protocol": "amqp",
                 "container_id": conn.container_id,
                 "links": [_describe_link(pn_link, handler) for pn_link, handler in list(conn.links.items())]}
 

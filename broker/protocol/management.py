@@ -19,7 +19,7 @@ from proton import Message as ProtonMessage
 from ..core import limits
 from ..core.errors import InvalidField
 from ..core.message import ANYCAST, Message
-from ..management import Deferred, ManagementError
+from ..management import Caller, Deferred, ManagementError
 from . import codec
 
 log = logging.getLogger("hermod.management")
@@ -53,24 +53,29 @@ class ManagementEndpoint:
     def __init__(self, broker):
         self.broker = broker
 
-    def handle(self, message: Message, principal=None) -> None:
+    def handle(self, message: Message, principal=None, peer: str | None = None) -> None:
+        """Answer one request for `principal` (the connection's login) from `peer`: management
+        checks and audits the operation; this only decodes it and writes the answer."""
         request = ProtonMessage()
         request.decode(message.encoded)
         reply_to = request.reply_to
+        management = self.broker.management
+        caller = Caller(principal, via="amqp", peer=peer)
         if reply_to:
             try:
                 limits.check_name(reply_to, "reply_to")
             except InvalidField as e:  # there is nowhere to answer
                 log.info("management request dropped: %s", e)
                 return
+            if not management.reply_allowed(caller, reply_to):
+                log.warning("management request dropped: user %s may not send to its reply_to %s",
+                            caller.user, reply_to)
+                return
         operation = str((request.properties or {}).get("operation"))
         correlation = request.id or request.correlation_id
-        legacy = operation in self.broker.management.operations()
-        self.broker.audit("management", user=principal.name if principal is not None else None,
-                          operation=operation)
+        legacy = operation in management.operations()
         try:
-            result = self.broker.management.call(operation, reply_to, request_arguments(request),
-                                                 view=self.broker.management_view(principal))
+            result = management.call(operation, reply_to, request_arguments(request), caller=caller)
         except KeyError as e:
             return self._reply(reply_to, correlation, None, 400, str(e.args[0]))
         except ManagementError as e:

@@ -302,7 +302,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         broker = self.broker
         message = Message(data, envelope, address, rt, self.container_id, int(wall_clock() * 1000))
         if address == broker.management_address:
-            self.conn.server.management.handle(message, self.conn.principal)
+            self.conn.server.management.handle(message, self.conn.principal, self.conn.peer)
             self._outcome(d, presettled, PN_ACCEPTED)
             return
         plan = po.route(message, address, rt, queue)

@@ -295,7 +295,7 @@ class SaslGate:
         log.warning("connection %s: login failed for user %r with %s: %s (answered in %.2fs)",
                     self.conn.peer, user, self.mechanism or "?", why, delay)
         self.conn.broker.audit("login_failed", peer=self.conn.peer, user=user, mechanism=self.mechanism,
-                               reason=why)
+                               reason=why, via="amqp")
         self.conn.server.loop.call_later(delay, self._send_failure)
 
     def _admit(self, principal: Principal, sasl: bool) -> bool:
@@ -306,12 +306,13 @@ class SaslGate:
             self.buf.clear()
             log.warning("connection %s: user %s is at its connection limit (%d); refused", self.conn.peer,
                         principal.name, self.auth.max_connections)
-            self.conn.broker.audit("connection_limit", peer=self.conn.peer, user=principal.name)
+            self.conn.broker.audit("connection_limit", peer=self.conn.peer, user=principal.name, via="amqp")
             self.conn.socket.write(sasl_frame(SASL_OUTCOME, [UByte(SYS_PERM)]) if sasl else
                                    refusal(self.conn.broker.container_id, "connection limit reached"))
             self.conn.socket.close()
             return False
-        self.conn.broker.audit("login", peer=self.conn.peer, user=principal.name, mechanism=principal.mechanism)
+        self.conn.broker.audit("login", peer=self.conn.peer, user=principal.name, mechanism=principal.mechanism,
+                               via="amqp")
         self.on_done(principal)
         return True
 

@@ -68,6 +68,11 @@ class Authorization:
             if self._held is not None and operation in HELD:
                 self._held.append((operation, address))
             return
+        self._refuse(principal, operation, address, via, details)
+
+    def _refuse(self, principal: Principal | None, operation: str, address: str, via: str,
+                details: dict) -> None:
+        """The log line, the audit record and the refusal, naming the operation and address."""
         who = principal or NOBODY
         log.warning("denied: user %s may not %s on address %s (%s)", who.name, operation, address, via)
         self.audit("denied", user=who.name, operation=operation, address=address, via=via, **details)
@@ -102,6 +107,23 @@ class Authorization:
             return True
         who = principal or NOBODY
         return self.permissions.grants_on_everything(who.roles, operation)
+
+    def require_broker_wide(self, principal: Principal | None, operation: str, *, via: str = "amqp",
+                            **details) -> None:
+        """`broker_wide` as a refusal (log line, audit record, NotAuthorized naming the `#`
+        entry the right must come from)."""
+        if not self.broker_wide(principal, operation):
+            self._refuse(principal, operation, EVERYTHING[0], via, details)
+
+    def require_management_door(self, principal: Principal | None, address: str, *,
+                                via: str = "amqp", **details) -> None:
+        """The management endpoint itself (attaching to, or relaying to, `hermod.management`):
+        open to whoever some entry grants `manage` or `browse`, since management then checks
+        every operation on the address it touches; a user with neither could do nothing there,
+        and is refused as before (`manage` on the endpoint's address)."""
+        if self.grants_anywhere(principal, "manage") or self.grants_anywhere(principal, "browse"):
+            return
+        self._refuse(principal, "manage", address, via, details)
 
     def grants_anywhere(self, principal: Principal | None, operation: str) -> bool:
         """Some entry grants `operation` to the principal: enough to be let into the HTTP API,

@@ -14,8 +14,8 @@ from hermod.broker.security.passwords import hash_password
 from hermod.broker.tools.clients import Capabilities, management_call
 from security_clients import engine_login, relay_send
 
-PW = {"alice": "alice-pw-1", "bob": "bob-pw-2", "root": "root-pw-3"}
-ROLES = {"alice": ["producer", "consumer"], "bob": ["consumer"], "root": ["admin"]}
+PW = {"alice": "alice-pw-1", "bob": "bob-pw-2", "root": "root-pw-3", "carol": "carol-pw-4"}
+ROLES = {"alice": ["producer", "consumer"], "bob": ["consumer"], "root": ["admin"], "carol": ["producer"]}
 
 CONFIG = "[security]\nanonymous = false\n" + "".join(
     f'[[security.user]]\nname = "{n}"\npassword_hash = "{hash_password(PW[n], iterations=64)}"\n'
@@ -38,6 +38,7 @@ create_durable_queue = ["admin"]
 [[security.permission]]
 match = "closed.#"               # send, but create nothing
 send = ["producer"]
+browse = ["admin"]
 
 [[security.permission]]
 match = "half.#"                 # the address, but no durable queue
@@ -47,6 +48,7 @@ create_address = ["producer"]
 [[security.permission]]
 match = "news.#"
 consume = ["consumer"]
+browse = ["admin"]
 create_address = ["consumer"]
 create_durable_queue = ["consumer"]
 delete_queue = ["admin"]
@@ -55,6 +57,11 @@ delete_queue = ["admin"]
 match = "hermod.management"
 manage = ["admin"]
 send = ["admin"]
+
+[[security.permission]]
+match = "#"                      # the administrators: management reads and writes everywhere
+browse = ["admin"]
+manage = ["admin"]
 
 [[address]]
 name = "closed.fixed"
@@ -131,10 +138,14 @@ def test_relay_link_checks_send_per_message(secured):
     state, cond, text = relay_send(client, "orders.secret", "not allowed")
     assert (state, cond) == (proton.Delivery.REJECTED, "amqp:unauthorized-access")
     assert "send" in text and "orders.secret" in text
-    state, cond, _ = relay_send(client, "hermod.management", "no manage")
-    assert (state, cond) == (proton.Delivery.REJECTED, "amqp:unauthorized-access")
     # The link is still usable after a denial.
     assert relay_send(client, "orders.relay", "again")[0] == proton.Delivery.ACCEPTED
+    # Management is open to whoever may browse or manage somewhere (each operation is then
+    # checked on its address): carol may only send, so a request relayed there is refused.
+    carol = engine_login(secured.address, "carol", PW["carol"])
+    state, cond, _ = relay_send(carol, "hermod.management", "no manage")
+    assert (state, cond) == (proton.Delivery.REJECTED, "amqp:unauthorized-access")
+    assert relay_send(carol, "orders.relay", "still sends")[0] == proton.Delivery.ACCEPTED
 
 
 def test_creating_needs_create_address_and_create_durable_queue(secured):
@@ -153,10 +164,14 @@ def test_creating_needs_create_address_and_create_durable_queue(secured):
 
 
 def test_manage_guards_the_management_endpoint(secured):
+    """The endpoint admits a user who may browse or manage somewhere, and shows each only what
+    it may browse; one with neither right (carol only sends) is refused at attach."""
     user_url = secured.url.replace("amqp://", "amqp://{}:{}@")
     with pytest.raises(ConnectionError) as info:
-        management_call(user_url.format("alice", PW["alice"]), "queue.stat")
+        management_call(user_url.format("carol", PW["carol"]), "queue.stat")
     assert "unauthorized-access" in str(info.value)
+    assert not any(r["queue"] == "closed.fixed" for r in
+                   management_call(user_url.format("alice", PW["alice"]), "queue.stat"))
     rows = management_call(user_url.format("root", PW["root"]), "queue.stat")
     assert any(r["queue"] == "closed.fixed" for r in rows)
 

@@ -18,7 +18,7 @@ export function mount(view, params, ctx) {
       if (mine !== seq) return;
       document.getElementById("node").textContent = `${o.node} · hermod ${o.version}`;
       replace(cards, FIGURES.map((f) => h("div", { class: "card", "data-overview": f },
-        h("span", { class: "figure", "data-field": f }, String(o[f])), h("span", { class: "what" }, f))));
+        h("span", { class: "figure", "data-field": f }, o[f] == null ? "–" : String(o[f])), h("span", { class: "what" }, f))));
       replace(chart, areaChart(ctx.history.add("\u0000total", o.messages)));
     } catch (e) {
       setStatus(`overview: ${e.message}`, "error");
