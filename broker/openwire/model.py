@@ -210,7 +210,7 @@ class ConnectionInfo(BaseCommand):
     broker_path: tuple[BrokerId, ...] | None = wire(ARRAY, of=BrokerId)
     broker_master_connector: bool = wire(BOOL, False)
     manageable: bool = wire(BOOL, False)
-    client_master: bool = wire(BOOL, False)
+    client_master: bool = wire(BOOL, True)  # Classic's default
     fault_tolerant: bool = wire(BOOL, False)
     failover_reconnect: bool = wire(BOOL, False)
     client_ip: str | None = wire(STRING)
@@ -303,7 +303,7 @@ class RemoveInfo(BaseCommand):
 
     TYPE: ClassVar[int] = 12
     object_id: DataStructure | None = wire(CACHED, of=DataStructure)
-    last_delivered_sequence_id: int = wire(LONG, 0)
+    last_delivered_sequence_id: int = wire(LONG, -2)  # Classic's LAST_DELIVERED_UNKNOWN
 
 
 @dataclass(slots=True)
@@ -344,8 +344,8 @@ class ConnectionControl(BaseCommand):
     fault_tolerant: bool = wire(BOOL, False)
     resume: bool = wire(BOOL, False)
     suspend: bool = wire(BOOL, False)
-    connected_brokers: str | None = wire(STRING)
-    reconnect_to: str | None = wire(STRING)
+    connected_brokers: str | None = wire(STRING, "")  # Classic's default
+    reconnect_to: str | None = wire(STRING, "")
     rebalance_connection: bool = wire(BOOL, False)
     token: bytes | None = wire(BYTES)
 
@@ -454,7 +454,7 @@ class MessageDispatch(BaseCommand):
 
 @dataclass(slots=True)
 class MessageAck(BaseCommand):
-    """`ack_type`: 0 delivered, 1 standard, 2 poison, 3 redelivered, 4 individual,
+    """`ack_type`: 0 delivered, 1 poison, 2 standard, 3 redelivered, 4 individual,
     5 unmatched, 6 expired."""
 
     TYPE: ClassVar[int] = 22
