@@ -116,7 +116,15 @@ class Marshaller:
                 slots[self._out_evict] = _EMPTY
             self._out_evict = (self._out_evict + 1) % self.cache_size
 
+    def _cached_index(self, value: Any) -> int | None:
+        try:
+            return self._out_index.get(value)
+        except TypeError:  # a mutable command where an identifier belongs: sent in full
+            return None
+
     def _cache_add(self, value: Any) -> int:
+        if getattr(value, "__hash__", None) is None:
+            return -1  # "not cached": the reader takes the value without storing it
         i = self._out_next
         self._out_next = (i + 1) % self.cache_size
         index = self._out_index
@@ -140,7 +148,7 @@ class Marshaller:
                     w.utf(v)
             elif kind is CACHED:
                 if self.cache:
-                    i = self._out_index.get(v)
+                    i = self._cached_index(v)
                     w.boolean(i is None)
                     if i is None:
                         w.i16(self._cache_add(v))
@@ -217,7 +225,7 @@ class Marshaller:
                 _tight_string(v, w, bits)
             elif kind is CACHED:
                 if self.cache:
-                    i = self._out_index.get(v)
+                    i = self._cached_index(v)
                     bit(i is None)
                     if i is None:
                         w.i16(self._cache_add(v))
@@ -304,7 +312,7 @@ class Marshaller:
             return self._tight_read(cls, r, BitReader(r))
         return self._loose_read(cls, r)
 
-    def _cls(self, code: int, of: type) -> type:
+    def _cls(self, code: int, of: type) -> type[DataStructure]:
         cls = model.TYPES.get(code)
         if cls is None:
             raise OpenWireError(f"unknown data structure type {code}")
