@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from . import model
@@ -24,8 +26,15 @@ from .errors import OpenWireError, Truncated
 from .model import (ARRAY, BOOL, BYTE, BYTES, CACHED, INT, LONG, MAGIC, NESTED, PROPERTIES,
                     STRING, THROWABLE, DataStructure, StackTraceElement, Throwable)
 from .values import decode_map, encode_map
-from .wire import (INT64_MAX, INT64_MIN, BitReader, BitWriter, Reader, Writer, decode_mutf8,
-                   encode_mutf8)
+from .wire import INT64_MAX, INT64_MIN, Reader, Writer, decode_mutf8, encode_mutf8, read_bits
+
+_I8 = struct.Struct(">b")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_NO_BYTES, _TWO_BYTES, _FOUR_BYTES, _EIGHT_BYTES = (False, False), (False, True), (True, False), (True, True)
+_ASCII, _NOT_ASCII = (True, True), (True, False)
 
 #: Classic's default when the negotiated `CacheSize` is 0.
 DEFAULT_CACHE_SIZE = 0x7FFF // 2
@@ -38,30 +47,60 @@ MAX_WIREFORMAT_PROPERTIES = 4096
 _MAGIC = b"ActiveMQ"
 _EMPTY = object()
 
-Spec = tuple[type, tuple[tuple[str, str, Any], ...], tuple[int, ...], tuple[Any, ...]]
-_SPECS: dict[tuple[type, int], Spec] = {}
 
+class Plan:
+    """One type in one version, compiled from its declaration: the marshalled attributes in wire
+    order (with one getter for all of them), each with its kind and nested class, their positions
+    among the constructor's arguments, and every argument's default."""
 
-def spec(cls: type, version: int) -> Spec:
-    """(class, present fields as (attribute, kind, class), their positions among all fields,
-    every field's default) for one type and version."""
-    key = (cls, version)
-    found = _SPECS.get(key)
-    if found is None:
+    __slots__ = ("cls", "fields", "positions", "defaults", "get", "loose_steps", "tight_steps")
+
+    def __init__(self, cls: type, version: int) -> None:
         present, positions, defaults = [], [], []
         for i, f in enumerate(dataclasses.fields(cls)):
             kind, since, of = f.metadata["openwire"]
             defaults.append(f.default)
             if version >= since:
-                present.append((f.name, kind, of))
+                # A properties field's limit depends on the type that carries it.
+                present.append((f.name, kind, cls if kind is PROPERTIES else of))
                 positions.append(i)
-        found = _SPECS[key] = (cls, tuple(present), tuple(positions), tuple(defaults))
+        self.cls = cls
+        self.fields: tuple[tuple[str, str, Any], ...] = tuple(present)
+        self.positions = tuple(positions)
+        self.defaults = tuple(defaults)
+        names = [name for name, _, _ in present]
+        if len(names) > 1:
+            self.get: Callable[[Any], tuple[Any, ...]] = attrgetter(*names)
+        elif names:
+            one = attrgetter(names[0])
+            self.get = lambda obj: (one(obj),)
+        else:
+            self.get = lambda obj: ()
+        self.loose_steps = tuple((pos, _LOOSE_READERS[kind], of)
+                                 for (_, kind, of), pos in zip(present, positions))
+        self.tight_steps = tuple((pos, _TIGHT_READERS[kind], of)
+                                 for (_, kind, of), pos in zip(present, positions))
+
+
+_PLANS: dict[tuple[type, int], Plan] = {}
+
+
+def plan(cls: type, version: int) -> Plan:
+    found = _PLANS.get((cls, version))
+    if found is None:
+        found = _PLANS[(cls, version)] = Plan(cls, version)
     return found
+
+
+def spec(cls: type, version: int) -> tuple[type, tuple[tuple[str, str, Any], ...]]:
+    """(class, its marshalled fields as (attribute, kind, nested class)) in one version."""
+    p = plan(cls, version)
+    return p.cls, p.fields
 
 
 def fields_for(cls: type, version: int) -> list[str]:
     """The attributes `cls` marshals in `version`, in wire order."""
-    return [name for name, _, _ in spec(cls, version)[1]]
+    return [name for name, _, _ in plan(cls, version).fields]
 
 
 class Marshaller:
@@ -96,15 +135,17 @@ class Marshaller:
             self._sweep()
         try:
             if self.tight:
-                bits = BitWriter()
+                bits: list[bool] = []
                 w = Writer()
                 self._tight_fields(command, w, bits)
-                return bytes((cls.TYPE,)) + bits.marshal() + w.buf
+                return bytes((cls.TYPE,)) + _marshal_bits(bits) + w.buf
             w = Writer()
             w.u8(cls.TYPE)
             self._loose_fields(command, w)
             return bytes(w.buf)
-        except (struct.error, TypeError, AttributeError) as exc:
+        except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, OpenWireError):
+                raise
             raise OpenWireError(f"cannot encode {cls.__name__}: {exc}") from None
 
     def _sweep(self) -> None:
@@ -138,63 +179,77 @@ class Marshaller:
         return i
 
     def _loose_fields(self, obj: Any, w: Writer) -> None:
-        for name, kind, _ in spec(type(obj), self.version)[1]:
-            v = getattr(obj, name)
+        p = plan(type(obj), self.version)
+        buf = w.buf
+        for (_, kind, _), v in zip(p.fields, p.get(obj)):
             if kind is BOOL:
-                w.boolean(v)
+                buf.append(1 if v else 0)
             elif kind is STRING:
-                w.boolean(v is not None)
-                if v is not None:
+                if v is None:
+                    buf.append(0)
+                else:
+                    buf.append(1)
                     w.utf(v)
             elif kind is CACHED:
                 if self.cache:
                     i = self._cached_index(v)
-                    w.boolean(i is None)
                     if i is None:
+                        buf.append(1)
                         w.i16(self._cache_add(v))
                         self._loose_nested(v, w)
                     else:
+                        buf.append(0)
                         w.i16(i)
                 else:
                     self._loose_nested(v, w)
             elif kind is LONG:
-                w.i64(v)
+                buf += _I64.pack(v)
             elif kind is INT:
-                w.i32(v)
+                buf += _I32.pack(v)
             elif kind is BYTE:
-                w.u8(v)
+                buf += _I8.pack(v)
             elif kind is NESTED:
                 self._loose_nested(v, w)
             elif kind is BYTES:
-                w.boolean(v is not None)
-                if v is not None:
-                    w.i32(len(v))
-                    w.raw(v)
+                if v is None:
+                    buf.append(0)
+                else:
+                    buf.append(1)
+                    buf += _I32.pack(len(v))
+                    buf += v
             elif kind is PROPERTIES:
-                w.boolean(v is not None)
-                if v is not None:
+                if v is None:
+                    buf.append(0)
+                else:
+                    buf.append(1)
                     self._properties(v, w)
             elif kind is ARRAY:
-                w.boolean(v is not None)
-                if v is not None:
+                if v is None:
+                    buf.append(0)
+                else:
+                    buf.append(1)
                     w.i16(len(v))
                     for item in v:
                         self._loose_nested(item, w)
             elif kind is THROWABLE:
-                self._loose_throwable(v, w)
+                self._loose_throwable(v, w, 0)
             elif kind is MAGIC:
-                w.raw(_magic(v))
+                buf += _magic(v)
 
     def _loose_nested(self, v: Any, w: Writer) -> None:
-        w.boolean(v is not None)
-        if v is not None:
+        if v is None:
+            w.buf.append(0)
+        else:
+            w.buf.append(1)
             w.u8(_type_of(v))
             self._loose_fields(v, w)
 
-    def _loose_throwable(self, t: Throwable | None, w: Writer) -> None:
+    def _loose_throwable(self, t: Throwable | None, w: Writer, depth: int) -> None:
         w.boolean(t is not None)
         if t is None:
             return
+        if depth > MAX_DEPTH:
+            raise OpenWireError("exception causes nested too deep")
         for s in (t.class_name, t.message):
             w.boolean(s is not None)
             if s is not None:
@@ -207,7 +262,7 @@ class Marshaller:
                     if s is not None:
                         w.utf(s)
                 w.i32(e.line_number)
-            self._loose_throwable(t.cause, w)
+            self._loose_throwable(t.cause, w, depth + 1)
 
     def _properties(self, v: dict[str, Any], w: Writer) -> None:
         inner = Writer()
@@ -215,10 +270,11 @@ class Marshaller:
         w.i32(len(inner.buf))
         w.raw(inner.buf)
 
-    def _tight_fields(self, obj: Any, w: Writer, bits: BitWriter) -> None:
-        bit = bits.write
-        for name, kind, _ in spec(type(obj), self.version)[1]:
-            v = getattr(obj, name)
+    def _tight_fields(self, obj: Any, w: Writer, bits: list[bool]) -> None:
+        p = plan(type(obj), self.version)
+        bit = bits.append
+        buf = w.buf
+        for (_, kind, _), v in zip(p.fields, p.get(obj)):
             if kind is BOOL:
                 bit(bool(v))
             elif kind is STRING:
@@ -237,16 +293,16 @@ class Marshaller:
             elif kind is LONG:
                 _tight_long(v, w, bits)
             elif kind is INT:
-                w.i32(v)
+                buf += _I32.pack(v)
             elif kind is BYTE:
-                w.u8(v)
+                buf += _I8.pack(v)
             elif kind is NESTED:
                 self._tight_nested(v, w, bits)
             elif kind is BYTES:
                 bit(v is not None)
                 if v is not None:
-                    w.i32(len(v))
-                    w.raw(v)
+                    buf += _I32.pack(len(v))
+                    buf += v
             elif kind is PROPERTIES:
                 bit(v is not None)
                 if v is not None:
@@ -258,22 +314,24 @@ class Marshaller:
                     for item in v:
                         self._tight_nested(item, w, bits)
             elif kind is THROWABLE:
-                self._tight_throwable(v, w, bits)
+                self._tight_throwable(v, w, bits, 0)
             elif kind is MAGIC:
-                w.raw(_magic(v))
+                buf += _magic(v)
 
-    def _tight_nested(self, v: Any, w: Writer, bits: BitWriter) -> None:
-        bits.write(v is not None)
+    def _tight_nested(self, v: Any, w: Writer, bits: list[bool]) -> None:
+        bits.append(v is not None)
         if v is not None:
             w.u8(_type_of(v))
             if v.MARSHAL_AWARE:
-                bits.write(False)  # no pre-marshalled form follows
+                bits.append(False)  # no pre-marshalled form follows
             self._tight_fields(v, w, bits)
 
-    def _tight_throwable(self, t: Throwable | None, w: Writer, bits: BitWriter) -> None:
-        bits.write(t is not None)
+    def _tight_throwable(self, t: Throwable | None, w: Writer, bits: list[bool], depth: int) -> None:
+        bits.append(t is not None)
         if t is None:
             return
+        if depth > MAX_DEPTH:
+            raise OpenWireError("exception causes nested too deep")
         _tight_string(t.class_name, w, bits)
         _tight_string(t.message, w, bits)
         if self.stack_trace:
@@ -283,7 +341,7 @@ class Marshaller:
                 _tight_string(e.method_name, w, bits)
                 _tight_string(e.file_name, w, bits)
                 w.i32(e.line_number)
-            self._tight_throwable(t.cause, w, bits)
+            self._tight_throwable(t.cause, w, bits, depth + 1)
 
     # --- decoding ------------------------------------------------------------------------
 
@@ -308,9 +366,14 @@ class Marshaller:
         if not issubclass(cls, (model.BaseCommand, model.WireFormatInfo)):
             raise OpenWireError(f"type {code} ({cls.__name__}) is not a command")
         self._depth = 0
-        if self.tight:
-            return self._tight_read(cls, r, BitReader(r))
-        return self._loose_read(cls, r)
+        try:
+            if self.tight:
+                return self._tight_read(cls, r, read_bits(r))
+            return self._loose_read(cls, r)
+        except StopIteration:
+            raise OpenWireError("boolean stream exhausted") from None
+        except RecursionError:
+            raise OpenWireError("command nested too deep") from None
 
     def _cls(self, code: int, of: type) -> type[DataStructure]:
         cls = model.TYPES.get(code)
@@ -320,63 +383,45 @@ class Marshaller:
             raise OpenWireError(f"{cls.__name__} where a {of.__name__} belongs")
         return cls
 
-    def _enter(self) -> None:
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise OpenWireError("data structures nested too deep")
-
     def _loose_read(self, cls: type, r: Reader) -> Any:
-        _, present, positions, defaults = spec(cls, self.version)
-        values = list(defaults)
-        for (_, kind, of), pos in zip(present, positions):
-            if kind is BOOL:
-                v: Any = r.boolean()
-            elif kind is STRING:
-                v = r.utf() if r.boolean() else None
-            elif kind is CACHED:
-                if self.cache:
-                    fresh = r.boolean()
-                    i = r.i16()
-                    if fresh:
-                        v = self._loose_nested_read(r, of)
-                        self._in_store(i, v)
-                    else:
-                        v = self._in_fetch(i, of)
-                else:
-                    v = self._loose_nested_read(r, of)
-            elif kind is LONG:
-                v = r.i64()
-            elif kind is INT:
-                v = r.i32()
-            elif kind is BYTE:
-                v = r.i8()
-            elif kind is NESTED:
-                v = self._loose_nested_read(r, of)
-            elif kind is BYTES:
-                v = r.take(r.i32()) if r.boolean() else None
-            elif kind is PROPERTIES:
-                v = self._properties_read(r, cls) if r.boolean() else None
-            elif kind is ARRAY:
-                if r.boolean():
-                    count = _count(r)
-                    v = tuple(self._loose_nested_read(r, of) for _ in range(count))
-                else:
-                    v = None
-            elif kind is THROWABLE:
-                v = self._loose_throwable_read(r, 0)
-            else:  # MAGIC
-                v = r.take(8)
-                if v != _MAGIC:
-                    raise OpenWireError(f"bad WireFormatInfo magic {v!r}")
-            values[pos] = v
+        p = plan(cls, self.version)
+        values = list(p.defaults)
+        for pos, read, of in p.loose_steps:
+            values[pos] = read(self, r, of)
+        return cls(*values)
+
+    def _tight_read(self, cls: type, r: Reader, bits: Callable[[], bool]) -> Any:
+        p = plan(cls, self.version)
+        values = list(p.defaults)
+        for pos, read, of in p.tight_steps:
+            values[pos] = read(self, r, bits, of)
         return cls(*values)
 
     def _loose_nested_read(self, r: Reader, of: type) -> Any:
         if not r.boolean():
             return None
         cls = self._cls(r.u8(), of)
-        self._enter()
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise OpenWireError("data structures nested too deep")
         v = self._loose_read(cls, r)
+        self._depth -= 1
+        return v
+
+    def _tight_nested_read(self, r: Reader, bits: Callable[[], bool], of: type) -> Any:
+        if not bits():
+            return None
+        cls = self._cls(r.u8(), of)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise OpenWireError("data structures nested too deep")
+        if cls.MARSHAL_AWARE and bits():
+            # A pre-marshalled form: its own size, type code and boolean stream.
+            r.i32()
+            r.u8()
+            v = self._tight_read(cls, r, read_bits(r))
+        else:
+            v = self._tight_read(cls, r, bits)
         self._depth -= 1
         return v
 
@@ -396,15 +441,31 @@ class Marshaller:
         cause = self._loose_throwable_read(r, depth + 1)
         return Throwable(class_name, message, tuple(trace), cause)
 
-    def _properties_read(self, r: Reader, cls: type) -> dict[str, Any] | None:
+    def _tight_throwable_read(self, r: Reader, bits: Callable[[], bool], depth: int) -> Throwable | None:
+        if not bits():
+            return None
+        if depth > MAX_DEPTH:
+            raise OpenWireError("exception causes nested too deep")
+        class_name = _tight_string_read(r, bits)
+        message = _tight_string_read(r, bits)
+        if not self.stack_trace:
+            return Throwable(class_name, message)
+        trace = []
+        for _ in range(_count(r)):
+            names = [_tight_string_read(r, bits) for _ in range(3)]
+            trace.append(StackTraceElement(names[0], names[1], names[2], r.i32()))
+        cause = self._tight_throwable_read(r, bits, depth + 1)
+        return Throwable(class_name, message, tuple(trace), cause)
+
+    def _properties_read(self, r: Reader, of: type) -> dict[str, Any] | None:
         size = r.i32()
-        if size < 0 or size > r.remaining():
-            if size < 0:
-                raise OpenWireError(f"negative length {size}")
+        if size < 0:
+            raise OpenWireError(f"negative length {size}")
+        if size > r.remaining():
             raise Truncated(r.pos + size)
         end = r.pos + size
         inner = Reader(r.data, r.pos, end)
-        limit = MAX_WIREFORMAT_PROPERTIES if cls is model.WireFormatInfo else None
+        limit = MAX_WIREFORMAT_PROPERTIES if of is model.WireFormatInfo else None
         try:
             v = decode_map(inner, 0, limit)
         except Truncated:
@@ -429,86 +490,88 @@ class Marshaller:
             raise OpenWireError(f"cache slot {i} holds a {type(v).__name__}, not a {of.__name__}")
         return v
 
-    def _tight_read(self, cls: type, r: Reader, bits: BitReader) -> Any:
-        _, present, positions, defaults = spec(cls, self.version)
-        values = list(defaults)
-        bit = bits.read
-        for (_, kind, of), pos in zip(present, positions):
-            if kind is BOOL:
-                v: Any = bit()
-            elif kind is STRING:
-                v = _tight_string_read(r, bits)
-            elif kind is CACHED:
-                if self.cache:
-                    fresh = bit()
-                    i = r.i16()
-                    if fresh:
-                        v = self._tight_nested_read(r, bits, of)
-                        self._in_store(i, v)
-                    else:
-                        v = self._in_fetch(i, of)
-                else:
-                    v = self._tight_nested_read(r, bits, of)
-            elif kind is LONG:
-                if bit():
-                    v = r.i64() if bit() else r.i32() & 0xFFFFFFFF
-                else:
-                    v = r.u16() if bit() else 0
-            elif kind is INT:
-                v = r.i32()
-            elif kind is BYTE:
-                v = r.i8()
-            elif kind is NESTED:
-                v = self._tight_nested_read(r, bits, of)
-            elif kind is BYTES:
-                v = r.take(r.i32()) if bit() else None
-            elif kind is PROPERTIES:
-                v = self._properties_read(r, cls) if bit() else None
-            elif kind is ARRAY:
-                if bit():
-                    count = _count(r)
-                    v = tuple(self._tight_nested_read(r, bits, of) for _ in range(count))
-                else:
-                    v = None
-            elif kind is THROWABLE:
-                v = self._tight_throwable_read(r, bits, 0)
-            else:  # MAGIC
-                v = r.take(8)
-                if v != _MAGIC:
-                    raise OpenWireError(f"bad WireFormatInfo magic {v!r}")
-            values[pos] = v
-        return cls(*values)
 
-    def _tight_nested_read(self, r: Reader, bits: BitReader, of: type) -> Any:
-        if not bits.read():
-            return None
-        cls = self._cls(r.u8(), of)
-        self._enter()
-        if cls.MARSHAL_AWARE and bits.read():
-            # A pre-marshalled form: its own size, type code and boolean stream.
-            r.i32()
-            r.u8()
-            v = self._tight_read(cls, r, BitReader(r))
-        else:
-            v = self._tight_read(cls, r, bits)
-        self._depth -= 1
-        return v
+# --- field readers: one per kind and encoding, looked up once per plan ---------------------
 
-    def _tight_throwable_read(self, r: Reader, bits: BitReader, depth: int) -> Throwable | None:
-        if not bits.read():
-            return None
-        if depth > MAX_DEPTH:
-            raise OpenWireError("exception causes nested too deep")
-        class_name = _tight_string_read(r, bits)
-        message = _tight_string_read(r, bits)
-        if not self.stack_trace:
-            return Throwable(class_name, message)
-        trace = []
-        for _ in range(_count(r)):
-            names = [_tight_string_read(r, bits) for _ in range(3)]
-            trace.append(StackTraceElement(names[0], names[1], names[2], r.i32()))
-        cause = self._tight_throwable_read(r, bits, depth + 1)
-        return Throwable(class_name, message, tuple(trace), cause)
+def _magic_read(r: Reader) -> bytes:
+    v = r.take(8)
+    if v != _MAGIC:
+        raise OpenWireError(f"bad WireFormatInfo magic {v!r}")
+    return v
+
+
+def _loose_cached(m: Marshaller, r: Reader, of: type) -> Any:
+    if not m.cache:
+        return m._loose_nested_read(r, of)
+    fresh = r.boolean()
+    i = r.i16()
+    if not fresh:
+        return m._in_fetch(i, of)
+    v = m._loose_nested_read(r, of)
+    m._in_store(i, v)
+    return v
+
+
+def _loose_array(m: Marshaller, r: Reader, of: type) -> Any:
+    if not r.boolean():
+        return None
+    return tuple([m._loose_nested_read(r, of) for _ in range(_count(r))])
+
+
+_LOOSE_READERS: dict[str, Callable[[Marshaller, Reader, Any], Any]] = {
+    BOOL: lambda m, r, of: r.boolean(),
+    BYTE: lambda m, r, of: r.i8(),
+    INT: lambda m, r, of: r.i32(),
+    LONG: lambda m, r, of: r.i64(),
+    STRING: lambda m, r, of: r.utf() if r.boolean() else None,
+    NESTED: lambda m, r, of: m._loose_nested_read(r, of),
+    CACHED: _loose_cached,
+    ARRAY: _loose_array,
+    BYTES: lambda m, r, of: r.take(r.i32()) if r.boolean() else None,
+    PROPERTIES: lambda m, r, of: m._properties_read(r, of) if r.boolean() else None,
+    THROWABLE: lambda m, r, of: m._loose_throwable_read(r, 0),
+    MAGIC: lambda m, r, of: _magic_read(r),
+}
+
+
+def _tight_long_read(m: Marshaller, r: Reader, bits: Callable[[], bool], of: Any) -> int:
+    if bits():
+        return r.i64() if bits() else r.i32() & 0xFFFFFFFF
+    return r.u16() if bits() else 0
+
+
+def _tight_cached(m: Marshaller, r: Reader, bits: Callable[[], bool], of: type) -> Any:
+    if not m.cache:
+        return m._tight_nested_read(r, bits, of)
+    fresh = bits()
+    i = r.i16()
+    if not fresh:
+        return m._in_fetch(i, of)
+    v = m._tight_nested_read(r, bits, of)
+    m._in_store(i, v)
+    return v
+
+
+def _tight_array(m: Marshaller, r: Reader, bits: Callable[[], bool], of: type) -> Any:
+    if not bits():
+        return None
+    return tuple([m._tight_nested_read(r, bits, of) for _ in range(_count(r))])
+
+
+_TIGHT_READERS: dict[str, Callable[[Marshaller, Reader, Callable[[], bool], Any], Any]] = {
+    BOOL: lambda m, r, bits, of: bits(),
+    BYTE: lambda m, r, bits, of: r.i8(),
+    INT: lambda m, r, bits, of: r.i32(),
+    LONG: _tight_long_read,
+    STRING: lambda m, r, bits, of: _tight_string_read(r, bits),
+    NESTED: lambda m, r, bits, of: m._tight_nested_read(r, bits, of),
+    CACHED: _tight_cached,
+    ARRAY: _tight_array,
+    BYTES: lambda m, r, bits, of: r.take(r.i32()) if bits() else None,
+    PROPERTIES: lambda m, r, bits, of: m._properties_read(r, of) if bits() else None,
+    THROWABLE: lambda m, r, bits, of: m._tight_throwable_read(r, bits, 0),
+    MAGIC: lambda m, r, bits, of: _magic_read(r),
+}
 
 
 def _count(r: Reader) -> int:
@@ -531,34 +594,47 @@ def _magic(v: bytes) -> bytes:
     return v
 
 
-def _tight_long(v: int, w: Writer, bits: BitWriter) -> None:
+def _tight_long(v: int, w: Writer, bits: list[bool]) -> None:
+    """Two bits choose 0, 2, 4 or 8 bytes; the short forms are unsigned, so negative values
+    take all eight, as in Classic."""
     if not INT64_MIN <= v <= INT64_MAX:
         raise OpenWireError(f"long {v} out of range")
     if v == 0:
-        bits.write(False)
-        bits.write(False)
-    elif v & ~0xFFFF & 0xFFFFFFFFFFFFFFFF == 0:
-        bits.write(False)
-        bits.write(True)
-        w.u16(v)
-    elif v & ~0xFFFFFFFF & 0xFFFFFFFFFFFFFFFF == 0:
-        bits.write(True)
-        bits.write(False)
-        w.i32(v - (1 << 32) if v >= 1 << 31 else v)
+        bits += _NO_BYTES
+    elif 0 < v <= 0xFFFF:
+        bits += _TWO_BYTES
+        w.buf += _U16.pack(v)
+    elif 0 < v <= 0xFFFFFFFF:
+        bits += _FOUR_BYTES
+        w.buf += _U32.pack(v)
     else:
-        bits.write(True)
-        bits.write(True)
-        w.i64(v)
+        bits += _EIGHT_BYTES
+        w.buf += _I64.pack(v)
 
 
-def _tight_string(v: str | None, w: Writer, bits: BitWriter) -> None:
+def _marshal_bits(bits: list[bool]) -> bytes:
+    """The boolean stream: its byte count (1 byte below 64, C0 and 1 byte below 256, else 80 and
+    2 bytes), then the bits, least significant first."""
+    count = (len(bits) + 7) >> 3
+    out = bytearray(count)
+    for i, b in enumerate(bits):
+        if b:
+            out[i >> 3] |= 1 << (i & 7)
+    if count < 64:
+        return bytes((count,)) + out
+    if count < 256:
+        return bytes((0xC0, count)) + out
+    return b"\x80" + _U16.pack(count) + out
+
+
+def _tight_string(v: str | None, w: Writer, bits: list[bool]) -> None:
     """Present bit, ASCII bit; ASCII (1-127 only) as a 16-bit length and the bytes, anything
     else as writeUTF. Classic refuses strings of 32767 or more encoded bytes here."""
-    bits.write(v is not None)
     if v is None:
+        bits.append(False)
         return
     ascii_only = v.isascii() and "\x00" not in v
-    bits.write(ascii_only)
+    bits += _ASCII if ascii_only else _NOT_ASCII
     data = v.encode("ascii") if ascii_only else encode_mutf8(v)
     if len(data) >= 0x7FFF:
         raise OpenWireError(f"string of {len(data)} bytes is too long for the tight encoding")
@@ -566,10 +642,10 @@ def _tight_string(v: str | None, w: Writer, bits: BitWriter) -> None:
     w.raw(data)
 
 
-def _tight_string_read(r: Reader, bits: BitReader) -> str | None:
-    if not bits.read():
+def _tight_string_read(r: Reader, bits: Callable[[], bool]) -> str | None:
+    if not bits():
         return None
-    if bits.read():
+    if bits():
         size = r.i16()
         if size < 0:
             raise OpenWireError(f"negative string length {size}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
+from itertools import chain
 
 from .errors import OpenWireError, Truncated
 
@@ -91,45 +93,80 @@ class Reader:
     def remaining(self) -> int:
         return self.end - self.pos
 
-    def _need(self, n: int) -> int:
-        pos = self.pos
-        if n > self.end - pos:
-            raise Truncated(pos + n)
-        self.pos = pos + n
-        return pos
+    # Each read checks its bounds inline (this is the codec's innermost loop).
 
     def u8(self) -> int:
-        return _U8.unpack_from(self.data, self._need(1))[0]
+        pos = self.pos
+        if pos >= self.end:
+            raise Truncated(pos + 1)
+        self.pos = pos + 1
+        return self.data[pos]
 
     def i8(self) -> int:
-        return _I8.unpack_from(self.data, self._need(1))[0]
+        pos = self.pos
+        if pos >= self.end:
+            raise Truncated(pos + 1)
+        self.pos = pos + 1
+        v = self.data[pos]
+        return v - 256 if v > 127 else v
 
     def boolean(self) -> bool:
-        return self.data[self._need(1)] != 0
+        pos = self.pos
+        if pos >= self.end:
+            raise Truncated(pos + 1)
+        self.pos = pos + 1
+        return self.data[pos] != 0
 
     def i16(self) -> int:
-        return _I16.unpack_from(self.data, self._need(2))[0]
+        pos = self.pos
+        if pos + 2 > self.end:
+            raise Truncated(pos + 2)
+        self.pos = pos + 2
+        return _I16.unpack_from(self.data, pos)[0]
 
     def u16(self) -> int:
-        return _U16.unpack_from(self.data, self._need(2))[0]
+        pos = self.pos
+        if pos + 2 > self.end:
+            raise Truncated(pos + 2)
+        self.pos = pos + 2
+        return _U16.unpack_from(self.data, pos)[0]
 
     def i32(self) -> int:
-        return _I32.unpack_from(self.data, self._need(4))[0]
+        pos = self.pos
+        if pos + 4 > self.end:
+            raise Truncated(pos + 4)
+        self.pos = pos + 4
+        return _I32.unpack_from(self.data, pos)[0]
 
     def i64(self) -> int:
-        return _I64.unpack_from(self.data, self._need(8))[0]
+        pos = self.pos
+        if pos + 8 > self.end:
+            raise Truncated(pos + 8)
+        self.pos = pos + 8
+        return _I64.unpack_from(self.data, pos)[0]
 
     def f32(self) -> float:
-        return _F32.unpack_from(self.data, self._need(4))[0]
+        pos = self.pos
+        if pos + 4 > self.end:
+            raise Truncated(pos + 4)
+        self.pos = pos + 4
+        return _F32.unpack_from(self.data, pos)[0]
 
     def f64(self) -> float:
-        return _F64.unpack_from(self.data, self._need(8))[0]
+        pos = self.pos
+        if pos + 8 > self.end:
+            raise Truncated(pos + 8)
+        self.pos = pos + 8
+        return _F64.unpack_from(self.data, pos)[0]
 
     def take(self, n: int) -> bytes:
         if n < 0:
             raise OpenWireError(f"negative length {n}")
-        start = self._need(n)
-        return bytes(self.data[start:start + n])
+        pos = self.pos
+        if pos + n > self.end:
+            raise Truncated(pos + n)
+        self.pos = pos + n
+        return bytes(self.data[pos:pos + n])
 
     def utf(self) -> str:
         """`DataInput.readUTF`: an unsigned 16-bit length, then modified UTF-8."""
@@ -186,53 +223,21 @@ def check_int(v: int, lo: int, hi: int, what: str) -> int:
     return v
 
 
-class BitWriter:
-    """The tight encoding's boolean stream: bits in order, least significant bit first."""
-
-    __slots__ = ("bits",)
-
-    def __init__(self) -> None:
-        self.bits: list[bool] = []
-
-    def write(self, v: bool) -> None:
-        self.bits.append(v)
-
-    def marshal(self) -> bytes:
-        bits = self.bits
-        count = (len(bits) + 7) >> 3
-        out = bytearray(count)
-        for i, bit in enumerate(bits):
-            if bit:
-                out[i >> 3] |= 1 << (i & 7)
-        if count < 64:
-            head = bytes((count,))
-        elif count < 256:
-            head = bytes((0xC0, count))
-        else:
-            head = b"\x80" + _I16.pack(count)
-        return head + bytes(out)
 
 
-class BitReader:
-    """Reads a marshalled boolean stream from a `Reader` and hands its bits out in order."""
+_BITS = tuple(tuple(bool(byte >> i & 1) for i in range(8)) for byte in range(256))
 
-    __slots__ = ("data", "index", "limit")
 
-    def __init__(self, reader: Reader) -> None:
+def read_bits(reader: Reader) -> Callable[[], bool]:
+    """A marshalled boolean stream from `reader`, as a function giving its bits in order (a C
+    iterator's __next__: it raises StopIteration past the end, which the engine reports as an
+    `OpenWireError`). The bits are unpacked as they are read, never all at once."""
+    count = reader.u8()
+    if count == 0xC0:
         count = reader.u8()
-        if count == 0xC0:
-            count = reader.u8()
-        elif count == 0x80:
-            count = reader.i16()
-            if count < 0:
-                raise OpenWireError(f"negative boolean stream length {count}")
-        self.data = reader.take(count)
-        self.index = 0
-        self.limit = count * 8
-
-    def read(self) -> bool:
-        i = self.index
-        if i >= self.limit:
-            raise OpenWireError("boolean stream exhausted")
-        self.index = i + 1
-        return (self.data[i >> 3] >> (i & 7)) & 1 == 1
+    elif count == 0x80:
+        count = reader.i16()
+        if count < 0:
+            raise OpenWireError(f"negative boolean stream length {count}")
+    data = reader.take(count)
+    return chain.from_iterable(map(_BITS.__getitem__, data)).__next__
