@@ -14,7 +14,7 @@ from typing import Any
 from . import model
 from .engine import DEFAULT_CACHE_SIZE, Marshaller
 from .errors import OpenWireError
-from .framing import FrameReader, frame
+from .framing import FrameReader
 from .model import WireFormatInfo
 from .values import Long
 
@@ -148,7 +148,7 @@ class OpenWireCodec:
 
     def hello(self) -> bytes:
         """Our WireFormatInfo in the initial format (loose, uncached), framed."""
-        return frame(Marshaller(self.preferred.version).encode(self.preferred))
+        return Marshaller(self.preferred.version).encode_framed(self.preferred)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[model.DataStructure]:
         out = []
@@ -160,7 +160,7 @@ class OpenWireCodec:
         return out
 
     def encode(self, command: model.DataStructure) -> bytes:
-        return frame(self._out.encode(command))
+        return self._out.encode_framed(command)
 
     def _negotiate(self, theirs: WireFormatInfo) -> None:
         n = negotiate(self.preferred, theirs)

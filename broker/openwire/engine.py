@@ -128,6 +128,13 @@ class Marshaller:
 
     def encode(self, command: DataStructure) -> bytes:
         """The command's bytes after the size prefix: its type code and its body."""
+        return self._encode(command, False)
+
+    def encode_framed(self, command: DataStructure) -> bytes:
+        """The command with its 4-byte size prefix, assembled with one copy of the body."""
+        return self._encode(command, True)
+
+    def _encode(self, command: DataStructure, framed: bool) -> bytes:
         cls = type(command)
         if model.TYPES.get(getattr(cls, "TYPE", -1)) is not cls:
             raise OpenWireError(f"{cls.__name__} is not an OpenWire type")
@@ -138,10 +145,17 @@ class Marshaller:
                 bits: list[bool] = []
                 w = Writer()
                 self._tight_fields(command, w, bits)
-                return bytes((cls.TYPE,)) + _marshal_bits(bits) + w.buf
+                head = bytes((cls.TYPE,)) + _marshal_bits(bits)
+                if framed:
+                    head = _I32.pack(len(head) + len(w.buf)) + head
+                return b"".join((head, w.buf))
             w = Writer()
+            if framed:
+                w.buf += b"\x00\x00\x00\x00"
             w.u8(cls.TYPE)
             self._loose_fields(command, w)
+            if framed:
+                _I32.pack_into(w.buf, 0, len(w.buf) - 4)
             return bytes(w.buf)
         except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
             if isinstance(exc, OpenWireError):
