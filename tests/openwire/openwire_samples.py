@@ -210,3 +210,15 @@ def for_version(value: Any, version: int) -> Any:
         v = getattr(value, f.name)
         changes[f.name] = for_version(v, version) if f.name in present else f.default
     return type(value)(**changes)
+
+
+def without_traces(value):
+    """What arrives when stack traces are off: class name and message only."""
+    if isinstance(value, m.Throwable):
+        return m.Throwable(value.class_name, value.message)
+    if isinstance(value, tuple):
+        return tuple(without_traces(v) for v in value)
+    if dataclasses.is_dataclass(value) and isinstance(value, m.DataStructure):
+        return type(value)(**{f.name: without_traces(getattr(value, f.name))
+                              for f in dataclasses.fields(value)})
+    return value

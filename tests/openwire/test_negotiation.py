@@ -13,7 +13,7 @@ from hermod.broker.openwire.errors import OpenWireError
 
 def test_the_java_clients_first_frame_negotiates_tight_cached_v12():
     """The bytes Classic's client sends first (its OpenWireFormatFactory defaults)."""
-    [(name, client_hello)] = [g for g in golden()[(12, False, False)] if g[0] == "wireformat"]
+    [(name, client_hello)] = [g for g in golden()[(12, False, False, True)] if g[0] == "wireformat"]
     broker = OpenWireCodec(max_command_size=1 << 20, preferred=wire_format_info(max_frame_size=1 << 20))
     [info] = broker.feed(client_hello)
     assert isinstance(info, m.WireFormatInfo) and info.properties["ProviderName"] == "ActiveMQ"

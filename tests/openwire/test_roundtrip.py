@@ -4,12 +4,10 @@ commands share one writer and one reader, so cache slots are reused across comma
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openwire_samples import for_version
+from openwire_samples import for_version, without_traces
 from openwire_strategies import COMMANDS, instances
 
 from hermod.broker.openwire import model as m
@@ -19,18 +17,6 @@ from hermod.broker.openwire.framing import FrameReader, frame
 
 FORMATS = st.tuples(st.sampled_from(m.VERSIONS), st.booleans(), st.booleans(), st.booleans(),
                     st.sampled_from([0, 150, 1024]))
-
-
-def without_traces(value):
-    """What arrives when stack traces are off: class name and message only."""
-    if isinstance(value, m.Throwable):
-        return m.Throwable(value.class_name, value.message)
-    if isinstance(value, tuple):
-        return tuple(without_traces(v) for v in value)
-    if dataclasses.is_dataclass(value) and isinstance(value, m.DataStructure):
-        return type(value)(**{f.name: without_traces(getattr(value, f.name))
-                              for f in dataclasses.fields(value)})
-    return value
 
 
 def roundtrip(commands, version, tight, cache, stack_trace, cache_size):

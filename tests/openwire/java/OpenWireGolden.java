@@ -1,10 +1,11 @@
 // Golden vectors for Hermod's OpenWire codec, made by the real ActiveMQ Classic client library
 // (Debian's libactivemq-java): compiled with plain javac by tests/openwire/test_java_golden.py.
 //
-//   java OpenWireGolden golden   prints "VERSION TIGHT CACHE NAME HEX" for every command of
+//   java OpenWireGolden golden   prints "VERSION TIGHT CACHE TRACE NAME HEX" for every command of
 //                                the fixed list below, marshalled by OpenWireFormat in every
-//                                version (9-12), loose and tight, with and without the cache.
-//   java OpenWireGolden echo     reads "VERSION TIGHT CACHE HEX" lines, unmarshals each with
+//                                version (9-12), loose and tight, with and without the cache
+//                                (and in version 12 without stack traces too).
+//   java OpenWireGolden echo     reads "VERSION TIGHT CACHE TRACE HEX" lines, unmarshals each with
 //                                OpenWireFormat (one per format, in order, so the cache state
 //                                carries over), marshals it again with a fresh format per
 //                                combination and prints "CLASS HEX" (or "ERROR message").
@@ -366,11 +367,11 @@ public class OpenWireGolden {
         return out;
     }
 
-    static OpenWireFormat format(int version, boolean tight, boolean cache) {
+    static OpenWireFormat format(int version, boolean tight, boolean cache, boolean trace) {
         OpenWireFormat f = new OpenWireFormat(version);
         f.setTightEncodingEnabled(tight);
         f.setCacheEnabled(cache);
-        f.setStackTraceEnabled(true);
+        f.setStackTraceEnabled(trace);
         return f;
     }
 
@@ -395,9 +396,12 @@ public class OpenWireGolden {
             for (int version = 9; version <= 12; version++) {
                 for (boolean tight : new boolean[] {false, true}) {
                     for (boolean cache : new boolean[] {false, true}) {
-                        OpenWireFormat f = format(version, tight, cache);
-                        for (Object[] c : commands()) {
-                            System.out.println(version + " " + tight + " " + cache + " " + c[0] + " " + hex(f.marshal(c[1])));
+                        // stack traces off only in version 12: they change exceptions alone
+                        for (boolean trace : version == 12 ? new boolean[] {true, false} : new boolean[] {true}) {
+                            OpenWireFormat f = format(version, tight, cache, trace);
+                            for (Object[] c : commands()) {
+                                System.out.println(version + " " + tight + " " + cache + " " + trace + " " + c[0] + " " + hex(f.marshal(c[1])));
+                            }
                         }
                     }
                 }
@@ -408,12 +412,12 @@ public class OpenWireGolden {
             String line;
             while ((line = in.readLine()) != null) {
                 String[] p = line.split(" ");
-                String key = p[0] + " " + p[1] + " " + p[2];
+                String key = p[0] + " " + p[1] + " " + p[2] + " " + p[3];
                 OpenWireFormat[] pair = formats.computeIfAbsent(key, k -> new OpenWireFormat[] {
-                    format(Integer.parseInt(p[0]), Boolean.parseBoolean(p[1]), Boolean.parseBoolean(p[2])),
-                    format(Integer.parseInt(p[0]), Boolean.parseBoolean(p[1]), Boolean.parseBoolean(p[2]))});
+                    format(Integer.parseInt(p[0]), Boolean.parseBoolean(p[1]), Boolean.parseBoolean(p[2]), Boolean.parseBoolean(p[3])),
+                    format(Integer.parseInt(p[0]), Boolean.parseBoolean(p[1]), Boolean.parseBoolean(p[2]), Boolean.parseBoolean(p[3]))});
                 try {
-                    Object command = pair[0].unmarshal(new ByteSequence(unhex(p[3])));
+                    Object command = pair[0].unmarshal(new ByteSequence(unhex(p[4])));
                     System.out.println(command.getClass().getSimpleName() + " " + hex(pair[1].marshal(command)));
                 } catch (Exception e) {
                     System.out.println("ERROR " + e);
