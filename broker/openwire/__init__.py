@@ -5,3 +5,8 @@ commands, get bytes; negotiate the wire format from the two WireFormatInfos. `mo
 commands and data structures, `engine` marshals them (loose and tight, versions 9 to 12, with the
 data-structure cache), `values` is the typed primitive map, `bodies` the message body formats.
 """
+
+from .codec import Negotiated, OpenWireCodec, negotiate, wire_format_info
+from .errors import OpenWireError
+
+__all__ = ["Negotiated", "OpenWireCodec", "OpenWireError", "negotiate", "wire_format_info"]

@@ -32,6 +32,8 @@ class FrameReader:
         return len(self._partial)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
+        """The bodies completed by `data`. A body that lies within `data` is a view of it (no
+        copy): pass immutable bytes, or decode the views before reusing the buffer."""
         view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
         out: list[memoryview] = []
         pos, end = 0, len(view)
