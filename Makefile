@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix
+.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -48,6 +48,14 @@ java:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	fi
 
+# The ActiveMQ Classic client library and a JDK for the OpenWire golden-vector tests
+# (tests/openwire compile a small Java program with plain javac against Debian's jars).
+openwire-java:
+	@if ! [ -f /usr/share/java/activemq-client.jar ] || ! [ -f /usr/share/java/geronimo-jms_1.1_spec.jar ] || ! command -v javac >/dev/null 2>&1; then \
+		echo "installing libactivemq-java and openjdk-17-jdk-headless for the OpenWire tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libactivemq-java libgeronimo-jms-1.1-spec-java openjdk-17-jdk-headless >/dev/null; \
+	fi
+
 # Headless Chromium and its WebDriver for the console tests (tests/console), where missing.
 console-deps:
 	@if ! command -v chromedriver >/dev/null 2>&1 || ! [ -x /usr/bin/chromium ]; then \
@@ -79,7 +87,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: $(TEST_STAMP) check system-deps java interop-deps console-deps rabbitmq-deps
+test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps
 	$(VENV)/bin/pytest -q
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
