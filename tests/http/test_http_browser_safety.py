@@ -72,9 +72,9 @@ def own_host(base: str) -> str:
     return urlsplit(base).netloc
 
 
-def filled(broker, base: str, queue: str = "victim", n: int = 6) -> None:
+def filled(broker, base: str, queue: str = "victim", n: int = 6, headers: dict | None = None) -> None:
     send(broker.url, queue, *(Message(body=f"m{i}") for i in range(n)))
-    assert call(base, "GET", f"/api/queues/{queue}")[1]["messages"] == n
+    assert call(base, "GET", f"/api/queues/{queue}", headers=headers)[1]["messages"] == n
 
 
 # -- Content-Type ---------------------------------------------------------------------------------
@@ -149,8 +149,8 @@ def test_allowed_origins_admits_a_listed_origin_only(start_broker):
 def test_with_users_cached_credentials_do_not_help_another_page(start_broker):
     b = start_broker(config=USERS)
     base = http_url(b)
-    filled(b, base)
     creds = basic("admin", ADMIN_PW)
+    filled(b, base, headers=creds)
     status, _h, _a = raw(base, "POST", "/api/queues/victim/purge",
                          {**creds, "Content-Type": "text/plain", "Origin": "http://evil.example"}, b"{}")
     assert status in (400, 403)
