@@ -65,7 +65,14 @@ class BrowserGuard:
 
     def __init__(self, host: str, tls: bool, allowed_hosts=(), allowed_origins=()):
         self.scheme = "https" if tls else "http"
-        self.hosts = {host_name(h) for h in allowed_hosts} | {h.strip().lower() for h in allowed_hosts}
+        self.hosts: set[str] = set()  # names, any port
+        self.host_ports: set[str] = set()  # `name:port` entries: that port only
+        for entry in (h.strip().lower() for h in allowed_hosts):
+            name = host_name(entry)
+            if name == entry.strip("[]"):
+                self.hosts.add(name)
+            else:
+                self.host_ports.add(entry)
         if host not in ("", "0.0.0.0", "::"):
             self.hosts.add(host_name(host))
         self.origins = {o for o in (normal_origin(x) for x in allowed_origins) if o}
@@ -92,7 +99,7 @@ class BrowserGuard:
         name = host_name(host)
         if not name:
             return False
-        if name in self.hosts or host.strip().lower() in self.hosts or _is_loopback(name):
+        if name in self.hosts or host.strip().lower() in self.host_ports or _is_loopback(name):
             return True
         return local is not None and name == host_name(local if ":" not in local else f"[{local}]")
 
