@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +31,7 @@ MAX_CONNECTIONS = 256
 # Over MAX_CONNECTIONS with none idle: this many more, for the paths that must always answer.
 RESERVE_CONNECTIONS = 32
 RESERVE_PATHS = frozenset({"/health", "/metrics"})
+MAX_PER_ADDRESS = 64  # more from one address may go to admit another address (a browser uses 6)
 EVICT_FIRST_HEAD_S = 1.0  # a new connection silent this long may go to make room
 MAX_REQUESTS_PER_CONNECTION = 1000
 
@@ -80,11 +82,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _Slot:
     """One accepted connection: whether it waits for a request head (and since when), so that a
     full listener can close the one that costs least to lose."""
-    __slots__ = ("writer", "task", "waiting_since", "served", "reserve")
+    __slots__ = ("writer", "task", "peer", "waiting_since", "served", "reserve")
 
-    def __init__(self, writer: asyncio.StreamWriter, task, reserve: bool):
+    def __init__(self, writer: asyncio.StreamWriter, task, peer: str, reserve: bool):
         self.writer = writer
         self.task = task
+        self.peer = peer
         self.waiting_since: float | None = time.monotonic()  # None: a request is being served
         self.served = 0
         self.reserve = reserve  # accepted over MAX_CONNECTIONS: /health and /metrics only
@@ -93,7 +96,8 @@ class _Slot:
 class HttpServer:
     """At most MAX_CONNECTIONS ordinary connections. When a new one comes and they are all taken,
     an idle keep-alive connection (the longest idle first) is closed to make room, else one that
-    has waited at least EVICT_FIRST_HEAD_S for its first request head; when none is idle, the
+    has waited at least EVICT_FIRST_HEAD_S for its first request head, else the newest of an
+    address holding more than MAX_PER_ADDRESS if that is not the newcomer's; failing all, the
     newcomer takes one of RESERVE_CONNECTIONS slots that answer `/health` and `/metrics` (and 503
     to the rest), one request each. Beyond those, 503 and close."""
 
@@ -119,23 +123,36 @@ class HttpServer:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _admit(self, writer: asyncio.StreamWriter, task) -> _Slot | None:
+    def _admit(self, writer: asyncio.StreamWriter, task, peer: str) -> _Slot | None:
+        """A slot for a new connection from `peer`, or None (answer 503)."""
         ordinary = [s for s in self._slots.values() if not s.reserve]
         if len(ordinary) >= self.max_connections:
-            victim = self._idlest(ordinary)
+            victim = self._idlest(ordinary) or self._hogging(ordinary, peer)
             if victim is not None:
-                log.info("HTTP listener full: closing an idle connection to admit another")
+                log.info("HTTP listener full: closing a connection from %s to admit one from %s",
+                         victim.peer, peer)
                 del self._slots[victim.task]
+                if victim.waiting_since is None:
+                    victim.task.cancel()  # mid-request (e.g. a login waiting its turn): dropped
                 victim.writer.close()
             elif len(self._slots) - len(ordinary) >= RESERVE_CONNECTIONS:
                 return None
             else:
-                slot = _Slot(writer, task, reserve=True)
-                self._slots[task] = slot
+                slot = self._slots[task] = _Slot(writer, task, peer, reserve=True)
                 return slot
-        slot = _Slot(writer, task, reserve=False)
-        self._slots[task] = slot
+        slot = self._slots[task] = _Slot(writer, task, peer, reserve=False)
         return slot
+
+    @staticmethod
+    def _hogging(slots: list[_Slot], peer: str) -> _Slot | None:
+        """With none idle: the newest connection of another address holding more than
+        MAX_PER_ADDRESS (a password guesser's requests wait their turns in the login throttle,
+        busy, for seconds each), so that one client cannot keep everybody else out."""
+        counts = Counter(s.peer for s in slots)
+        hog, held = counts.most_common(1)[0]
+        if hog == peer or held <= MAX_PER_ADDRESS:
+            return None
+        return next(s for s in reversed(slots) if s.peer == hog)
 
     @staticmethod
     def _idlest(slots: list[_Slot]) -> _Slot | None:
@@ -148,15 +165,15 @@ class HttpServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        slot = self._admit(writer, task)
-        if slot is None:
-            await _write(writer, Response.error(503, "too many HTTP connections"), close=True)
-            writer.close()
-            return
         sockname = writer.get_extra_info("sockname")
         peername = writer.get_extra_info("peername")
         local = sockname[0] if isinstance(sockname, tuple) else None
         peer = peername[0] if isinstance(peername, tuple) else "?"
+        slot = self._admit(writer, task, peer)
+        if slot is None:
+            await _write(writer, Response.error(503, "too many HTTP connections"), close=True)
+            writer.close()
+            return
         try:
             for served in range(MAX_REQUESTS_PER_CONNECTION):
                 slot.waiting_since = time.monotonic()
