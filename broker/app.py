@@ -25,6 +25,7 @@ from .security.audit import AuditLog, no_audit
 from .security.auth import Authenticator, Principal
 from .security.authorization import NOBODY, Authorization
 from .security.permissions import Permissions
+from .security.throttle import LoginFailed, LoginThrottle
 from .protocol import codec, codec_edits
 from .protocol.management_codec import ManagementCodec
 from .protocol.transformers import load_transformer
@@ -82,6 +83,7 @@ class Broker:
         if config.server.max_memory_mb is not None:  # before recovery, which reads within it
             self.postoffice.flow.memory_limit = config.server.max_memory_mb * 1024 * 1024
         self.auth = Authenticator(config.security)
+        self.logins = LoginThrottle(self.auth)  # every password check, AMQP and HTTP alike
         permissions = Permissions(config.security.get("permissions", ()))
         self.diverts: list = []  # the configured diverts and composites, as installed
         self.acting: Principal | None = None  # whose attach or send is being handled
@@ -181,18 +183,21 @@ class Broker:
             if previous is None:
                 self.postoffice.creation_guard = None
 
-    def authorize_http(self, user: str | None, password: str | None, permission: str) -> Principal | None:
+    async def authorize_http(self, user: str | None, password: str | None, permission: str,
+                             host: str = "?") -> Principal | None:
         """HTTP Basic for the management API, metrics and console: the user must log in and
         hold `permission` (`manage`; for reads `browse` or `manage`) on some address. The API
         is broker-wide, so a grant on any address admits; what lists show is then narrowed by
-        `management_view`. The logged-in principal, or None."""
+        `management_view`. The logged-in principal, or None (a known user without the right);
+        raises LoginFailed for missing or wrong credentials. The password check runs through
+        the login throttle (`host`: the client's address): off the loop, failures delayed."""
         if user is None or password is None:
-            return None
-        principal = self.auth.plain(user, password)
+            raise LoginFailed(None)  # no guess was made: nothing to slow down
+        principal = await self.logins.check_plain(host, user, password)
         if principal is None:
-            log.warning("HTTP login failed for user %s", user)
-            self.audit("login_failed", user=user, via="http")
-            return None
+            log.warning("HTTP login failed for user %s from %s", user, host)
+            self.audit("login_failed", user=user, peer=host, via="http")
+            raise LoginFailed(user)
         wanted = ("browse", "manage") if permission == "browse" else (permission,)
         if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
             return principal
@@ -265,6 +270,7 @@ class Broker:
             bridge.stop()
         if self.audit is not no_audit:
             self.audit.close()
+        self.logins.close()
         self.journal.close()
         self.postoffice.spool.close()
 

@@ -192,6 +192,11 @@ class HttpConfig:
     host: str = "127.0.0.1"
     port: int | None = None
     tls: bool = False
+    # Browsers: origins (scheme://host[:port]) besides the listener's own whose pages may call
+    # the API, and Host names besides the listener's host, its arrival address and loopback
+    # that requests may carry (anything else is a DNS-rebinding page: 421). http/origin.py.
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
     # The whole head of a first request must arrive within this (slowloris). Not a file key:
     # only HERMOD_HTTP_HEAD_TIMEOUT_S changes it (tests shorten it).
     head_timeout_s: float = 10
@@ -278,7 +283,10 @@ _TLS = {"cert": _str, "key": _str, "ca": _str,
                                       "one of none, optional, required")}
 _http_port = _check(lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= 65535,
                     "a port number 0-65535, or -1 for none")
-_HTTP = {"host": _str, "port": _http_port, "tls": _bool}
+_str_list = _check(lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip() for x in v),
+                   "a list of non-empty strings")
+_HTTP = {"host": _str, "port": _http_port, "tls": _bool, "allowed_origins": _str_list,
+         "allowed_hosts": _str_list}
 _HA = {"mode": _check(lambda v: v in ("off", "shared-store", "cluster"),
                       'one of "off", "shared-store", "cluster"'),
        "node": _check(lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string"),
@@ -475,7 +483,7 @@ def parse(data: dict, path: Path | None = None) -> Config:
     config = Config(
         server=ServerConfig(**t.get("server", {})),
         store=StoreConfig(**t.get("store", {})),
-        http=HttpConfig(**t.get("http", {})),
+        http=HttpConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.get("http", {}).items()}),
         ha=HaConfig(**t.get("ha", {})),
         address_settings=tuple(t.get("address_settings", ())),
         addresses=tuple(t.get("address", ())),

@@ -14,7 +14,9 @@ from urllib.parse import unquote
 
 from ..management import READ_OPERATIONS, Caller, Deferred, ManagementError
 from ..management.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ..security.throttle import LoginFailed
 from . import console
+from .origin import BrowserGuard
 from .server import Request, Response
 
 METHODS = ("GET", "POST", "DELETE", "HEAD")
@@ -33,32 +35,37 @@ def basic_credentials(request: Request) -> tuple[str | None, str | None]:
     return (user, password) if sep else (None, None)
 
 
-def allowed(broker, user: str | None, password: str | None, permission: str):
+async def allowed(broker, user: str | None, password: str | None, permission: str, host: str = "?"):
     """The security hook: True when [security] has no users, else whatever the broker's
-    `authorize_http` says (the logged-in principal, or None: refused)."""
+    `authorize_http` says (the logged-in principal, or None: a known user without the right;
+    it raises LoginFailed for missing or wrong credentials)."""
     if not broker.config.security.get("users"):
         return True
     authorize = getattr(broker, "authorize_http", None)
     if authorize is None:
         return True
-    return authorize(user, password, permission)
+    return await authorize(user, password, permission, host=host)
 
 
 class Api:
     def __init__(self, broker):
         self.broker = broker
         self.management = broker.management
+        self.guard = BrowserGuard.from_config(broker.config.http)
 
     async def __call__(self, request: Request) -> Response:
         if request.method not in METHODS:
             return Response.error(405, f"method {request.method} not allowed")
         path = request.path
+        if console.is_console_path(path) and request.method not in ("GET", "HEAD"):
+            return Response.error(405, f"method {request.method} not allowed")
+        refused = self.guard.refusal(request)  # other web pages: Host, Origin, Content-Type
+        if refused is not None:
+            return refused
         if path == "/health":
             return Response.json(*self.management.health())
         if console.is_console_path(path):
-            if request.method not in ("GET", "HEAD"):
-                return Response.error(405, f"method {request.method} not allowed")
-            return self._refused(request, "browse") or console.asset(path)
+            return await self._refused(request, "browse") or console.asset(path)
         if path == "/metrics" or path.startswith("/api/") or path == "/api":
             try:
                 route = self._route(request)
@@ -68,7 +75,7 @@ class Api:
                 return Response.error(404, f"no such resource: {path}")
             operation, args, created = route
             permission = "browse" if operation in READ_OPERATIONS or operation == "metrics" else "manage"
-            refused, who = self._authorize(request, permission)
+            refused, who = await self._authorize(request, permission)
             if refused is not None:
                 return refused
             caller = self._caller(request, who)
@@ -83,12 +90,16 @@ class Api:
             return await self._call(operation, args, created, caller)
         return Response.error(404, f"no such resource: {path}")
 
-    def _authorize(self, request: Request, permission: str) -> tuple[Response | None, object]:
+    async def _authorize(self, request: Request, permission: str) -> tuple[Response | None, object]:
         """(the 401/403 answer or None, who): `who` is the logged-in user, or True when no
-        credentials are needed (no `[security]` users)."""
+        credentials are needed (no `[security]` users). Missing or wrong credentials: 401 with
+        a Basic challenge (the browser asks again); a known user without the right: 403."""
         user, password = basic_credentials(request)
         try:
-            who = allowed(self.broker, user, password, permission)
+            who = await allowed(self.broker, user, password, permission, request.peer)
+        except LoginFailed as e:
+            return Response(401, json.dumps({"error": str(e)}).encode(),
+                            headers={"WWW-Authenticate": 'Basic realm="hermod"'}), None
         except ManagementError as e:
             return Response.error(e.status, str(e)), None
         if who:
@@ -96,9 +107,6 @@ class Api:
                 self.broker.audit("login", peer=request.remote, user=who.name, mechanism="HTTP-BASIC",
                                   via="http")
             return None, who
-        if user is None:
-            return Response(401, b'{"error": "credentials required"}',
-                            headers={"WWW-Authenticate": 'Basic realm="hermod"'}), None
         return Response.error(403, f"{user} may not {permission}"), None
 
     def _caller(self, request: Request, who) -> Caller:
@@ -108,9 +116,9 @@ class Api:
             return Caller(None, via="http", peer=request.remote, checked=False)
         return Caller(who, via="http", peer=request.remote)
 
-    def _refused(self, request: Request, permission: str) -> Response | None:
+    async def _refused(self, request: Request, permission: str) -> Response | None:
         """The 401/403 answer when the request's credentials do not allow `permission`."""
-        return self._authorize(request, permission)[0]
+        return (await self._authorize(request, permission))[0]
 
     def _queue_page(self, args: dict, caller: Caller) -> Response:
         """`GET /api/queues?search=&sort=&offset=&limit=`: still a list (the contract's shape),
@@ -134,6 +142,9 @@ class Api:
             return Response.error(503, f"store failed: {e}")
         if result is None:
             return Response.json(204, None)
+        text = getattr(result, "json_text", None)  # a peek: written in slices, off the hot path
+        if isinstance(text, str):
+            return Response(201 if created else 200, text.encode())
         return Response.json(201 if created else 200, result)
 
     def _route(self, request: Request) -> tuple[str, dict, bool] | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
@@ -26,11 +28,17 @@ HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 30.0  # a keep-alive connection waiting for its next request
 MAX_CONNECTIONS = 256
+# Over MAX_CONNECTIONS with none idle: this many more, for the paths that must always answer.
+RESERVE_CONNECTIONS = 32
+RESERVE_PATHS = frozenset({"/health", "/metrics"})
+MAX_PER_ADDRESS = 64  # more from one address may go to admit another address (a browser uses 6)
+EVICT_FIRST_HEAD_S = 1.0  # a new connection silent this long may go to make room
 MAX_REQUESTS_PER_CONNECTION = 1000
 
 REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
            409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 414: "URI Too Long",
+           421: "Misdirected Request",
            431: "Request Header Fields Too Large", 500: "Internal Server Error",
            501: "Not Implemented", 503: "Service Unavailable"}
 
@@ -43,6 +51,8 @@ class Request:
     headers: dict[str, str]
     body: bytes = b""
     remote: str | None = None  # "host:port" of the client (the audit log's `peer`)
+    local: str | None = None  # the address the request arrived on (http/origin.py's Host rule)
+    peer: str = "?"  # the client's address (login throttling counts failures per address)
 
 
 @dataclass
@@ -70,12 +80,34 @@ class HttpError(Exception):
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+class _Slot:
+    """One accepted connection: whether it waits for a request head (and since when), so that a
+    full listener can close the one that costs least to lose."""
+    __slots__ = ("writer", "task", "peer", "waiting_since", "served", "reserve")
+
+    def __init__(self, writer: asyncio.StreamWriter, task, peer: str, reserve: bool):
+        self.writer = writer
+        self.task = task
+        self.peer = peer
+        self.waiting_since: float | None = time.monotonic()  # None: a request is being served
+        self.served = 0
+        self.reserve = reserve  # accepted over MAX_CONNECTIONS: /health and /metrics only
+
+
 class HttpServer:
+    """At most MAX_CONNECTIONS ordinary connections. When a new one comes and they are all taken,
+    an idle keep-alive connection (the longest idle first) is closed to make room, else one that
+    has waited at least EVICT_FIRST_HEAD_S for its first request head, else the newest of an
+    address holding more than MAX_PER_ADDRESS if that is not the newcomer's; failing all, the
+    newcomer takes one of RESERVE_CONNECTIONS slots that answer `/health` and `/metrics` (and 503
+    to the rest), one request each. Beyond those, 503 and close."""
+
     def __init__(self, handler: Handler, head_timeout_s: float = HEAD_TIMEOUT_S):
         self.handler = handler
         self.head_timeout_s = head_timeout_s
         self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._slots: dict[asyncio.Task, _Slot] = {}
+        self.max_connections = MAX_CONNECTIONS
 
     async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD,
@@ -86,42 +118,94 @@ class HttpServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
+        tasks = list(self._slots)
+        for task in tasks:
             task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _admit(self, writer: asyncio.StreamWriter, task, peer: str) -> _Slot | None:
+        """A slot for a new connection from `peer`, or None (answer 503)."""
+        ordinary = [s for s in self._slots.values() if not s.reserve]
+        if len(ordinary) >= self.max_connections:
+            victim = self._idlest(ordinary) or self._hogging(ordinary, peer)
+            if victim is not None:
+                log.info("HTTP listener full: closing a connection from %s to admit one from %s",
+                         victim.peer, peer)
+                del self._slots[victim.task]
+                if victim.waiting_since is None:
+                    victim.task.cancel()  # mid-request (e.g. a login waiting its turn): dropped
+                victim.writer.close()
+            elif len(self._slots) - len(ordinary) >= RESERVE_CONNECTIONS:
+                return None
+            else:
+                slot = self._slots[task] = _Slot(writer, task, peer, reserve=True)
+                return slot
+        slot = self._slots[task] = _Slot(writer, task, peer, reserve=False)
+        return slot
+
+    @staticmethod
+    def _hogging(slots: list[_Slot], peer: str) -> _Slot | None:
+        """With none idle: the newest connection of another address holding more than
+        MAX_PER_ADDRESS (a password guesser's requests wait their turns in the login throttle,
+        busy, for seconds each), so that one client cannot keep everybody else out."""
+        counts = Counter(s.peer for s in slots)
+        hog, held = counts.most_common(1)[0]
+        if hog == peer or held <= MAX_PER_ADDRESS:
+            return None
+        return next(s for s in reversed(slots) if s.peer == hog)
+
+    @staticmethod
+    def _idlest(slots: list[_Slot]) -> _Slot | None:
+        now = time.monotonic()
+        keep_alive = [s for s in slots if s.waiting_since is not None and s.served]
+        if keep_alive:
+            return min(keep_alive, key=lambda s: s.waiting_since or 0.0)
+        fresh = [s for s in slots if s.waiting_since is not None and now - s.waiting_since >= EVICT_FIRST_HEAD_S]
+        return min(fresh, key=lambda s: s.waiting_since or 0.0) if fresh else None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        if len(self._tasks) >= MAX_CONNECTIONS:
+        sockname = writer.get_extra_info("sockname")
+        peername = writer.get_extra_info("peername")
+        local = sockname[0] if isinstance(sockname, tuple) else None
+        peer = peername[0] if isinstance(peername, tuple) else "?"
+        slot = self._admit(writer, task, peer)
+        if slot is None:
             await _write(writer, Response.error(503, "too many HTTP connections"), close=True)
             writer.close()
             return
-        self._tasks.add(task)
         try:
             for served in range(MAX_REQUESTS_PER_CONNECTION):
+                slot.waiting_since = time.monotonic()
                 try:
                     request = await read_request(reader, served == 0, self.head_timeout_s)
                 except HttpError as e:
                     await _write(writer, Response.error(e.status, str(e)), close=True)
                     await _linger(reader, writer)
                     break
-                if request is None:
+                if request is None or task not in self._slots:  # closed, idled out, or evicted
                     break
+                slot.waiting_since = None
+                request.local, request.peer = local, peer
                 request.remote = _peer(writer)
-                keep = request.headers.get("connection", "").lower() != "close"
-                try:
-                    response = await self.handler(request)
-                except Exception:  # noqa: BLE001 - one request's bug must not take the listener down
-                    log.exception("HTTP %s %s failed", request.method, request.path)
-                    response = Response.error(500, "internal error")
+                keep = request.headers.get("connection", "").lower() != "close" and not slot.reserve
+                if slot.reserve and request.path not in RESERVE_PATHS:
+                    response = Response.error(503, "too many HTTP connections")
+                else:
+                    try:
+                        response = await self.handler(request)
+                    except Exception:  # noqa: BLE001 - one request's bug must not take the listener down
+                        log.exception("HTTP %s %s failed", request.method, request.path)
+                        response = Response.error(500, "internal error")
                 await _write(writer, response, close=not keep, head_only=request.method == "HEAD")
+                slot.served += 1
                 if not keep:
                     break
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            self._tasks.discard(task)
+            self._slots.pop(task, None)
             writer.close()
 
 

@@ -302,7 +302,7 @@ class Management:
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
         return messages.purge(self.postoffice, queue, match)
 
-    def queue_browse(self, args: dict) -> list[dict]:
+    def queue_browse(self, args: dict) -> Deferred:
         queue = self._readable_queue(args)
         match = messages.compile_predicate(self.postoffice, args.get("filter"))
         limit = _arg(args, "limit", int, default=messages.DEFAULT_PEEK)

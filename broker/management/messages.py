@@ -8,6 +8,7 @@ only once it is stored there; if the store fails, the originals go back.
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any, Callable
 
 from ..core import errors as core_errors, ports as core_ports
@@ -21,6 +22,9 @@ from .render import jsonable
 
 DEFAULT_PEEK = 100
 MAX_PEEK = 10_000
+PEEK_BODY_BYTES = 64 * 1024  # a body longer than this is cut (`"body_truncated": true`)
+PEEK_ANSWER_BYTES = 16 * 1024 * 1024  # the list ends before the row that would pass this
+PEEK_SLICE_BYTES = 512 * 1024  # of rows written per turn of the event loop
 
 
 def find_queue(po, name: str) -> Queue:
@@ -54,21 +58,58 @@ def _ref_predicate(match: Callable[[Message], bool] | None) -> Callable[[Ref], b
 # -- peek -------------------------------------------------------------------------------------------
 
 
-def peek(po, codec: MessageCodec, queue: Queue, limit: int, match) -> list[dict]:
+def peek(po, codec: MessageCodec, queue: Queue, limit: int, match) -> Deferred:
     """Queue order, non-destructive: those out with consumers first (they were ahead), then the
-    waiting ones by priority and arrival, then the scheduled ones. O(limit) past the filter."""
+    waiting ones by priority and arrival, then the scheduled ones. O(limit) past the filter.
+
+    Bounded (contract, the peek row): each body cut to PEEK_BODY_BYTES (`body_truncated`), the
+    list ended before the message that would take the answer past PEEK_ANSWER_BYTES. The refs
+    are taken at once; the rows are written in slices of about PEEK_SLICE_BYTES of JSON, each
+    a separate turn of the event loop (`po.defer`), so a peek of big messages never holds up
+    AMQP traffic for more than one slice. Answers a `Peeked` list (its JSON text written)."""
     if not 0 < limit <= MAX_PEEK:
         raise BadRequest(f"limit must be 1-{MAX_PEEK}")
     delivering = sorted(ref for c in queue.consumers for ref in c.in_flight)
     refs = itertools.chain(delivering, iter(queue.backlog), (r for r in sorted(queue.scheduled)))
     if match is not None:
         refs = (r for r in refs if match(r.message))
-    return [describe(codec, r) for r in itertools.islice(refs, limit)]
+    taken = list(itertools.islice(refs, limit))
+    answer = Deferred()
+    rows = Peeked()
+    texts: list[str] = []
+    size = 2  # the brackets
+
+    def write_slice(start: int) -> None:
+        nonlocal size
+        written = 0
+        for i in range(start, len(taken)):
+            if written >= PEEK_SLICE_BYTES:
+                po.defer(lambda: write_slice(i))
+                return
+            row = describe(codec, taken[i])
+            text = json.dumps(row)
+            if size + len(text) + (1 if texts else 0) > PEEK_ANSWER_BYTES:
+                break
+            size += len(text) + (1 if texts else 0)
+            rows.append(row)
+            texts.append(text)
+            written += len(text)
+        rows.json_text = "[" + ",".join(texts) + "]"
+        answer.resolve(rows)
+    write_slice(0)
+    return answer
+
+
+class Peeked(list):
+    """A peek's rows with the JSON text they were measured by (`json_text`), which a door
+    sends as it is instead of encoding the rows again."""
+    json_text = "[]"
 
 
 def describe(codec: MessageCodec, ref: Ref) -> dict:
     message = ref.message
-    body, encoding = codec.readable_body(message.encoded)
+    _front, base, bare_at = message.parts()  # the body where it lies: no join of a shared copy
+    body, encoding, truncated = codec.bounded_body(memoryview(base)[bare_at:], PEEK_BODY_BYTES)
     properties = message.properties
     return {"id": message.id, "message_id": jsonable(properties.get("message_id")),
             "address": message.address, "durable": message.durable, "priority": message.priority,
@@ -76,7 +117,7 @@ def describe(codec: MessageCodec, ref: Ref) -> dict:
             "properties": jsonable(message.application_properties),
             "annotations": jsonable(message.annotations),
             "amqp_properties": jsonable(properties),
-            "body": body, "body_encoding": encoding}
+            "body": body, "body_encoding": encoding, "body_truncated": truncated}
 
 
 # -- purge ------------------------------------------------------------------------------------------

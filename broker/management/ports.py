@@ -28,6 +28,10 @@ class MessageCodec(Protocol):
     def readable_body(self, encoded: bytes) -> tuple[Any, str]:
         """The body as JSON-able data and how it is written: ("text", "base64" or "amqp-value")."""
 
+    def bounded_body(self, bare: Any, max_bytes: int) -> tuple[Any, str, bool]:
+        """`readable_body` of the bare message (bytes or a memoryview), cut to its first
+        `max_bytes` bytes without reading the rest: (body, encoding, truncated)."""
+
     def new_message(self, address: str, body: Any, properties: dict, durable: bool,
                     routing_type: str | None, arrival_ms: int) -> Message:
         """A message as a producer would have sent it (data section for text)."""

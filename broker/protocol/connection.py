@@ -165,6 +165,8 @@ class Connection(ConnectionLimits, ConnectionOutput):
         return False
 
     def connection_lost(self, exc) -> None:
+        if self.gate is not None:
+            self.gate.abandon()  # a login waiting for its turn (security/throttle.py) is dropped
         if not self.closed:
             self._close_tail()
             lib.pn_transport_close_head(self.transport)

@@ -82,10 +82,10 @@ class ManagementEndpoint:
             return self._reply(reply_to, correlation, None, e.status, str(e))
         if isinstance(result, Deferred):
             result.then(lambda value, error: self._reply(
-                reply_to, correlation, None if error else json.dumps(value),
+                reply_to, correlation, None if error else _json(value),
                 503 if error else 200, f"store failed: {error}" if error else None))
             return
-        self._reply(reply_to, correlation, result if legacy else json.dumps(result), 200, None)
+        self._reply(reply_to, correlation, result if legacy else _json(result), 200, None)
 
     def _reply(self, reply_to, correlation, body, status: int, error: str | None) -> None:
         if not reply_to:
@@ -98,3 +98,9 @@ class ManagementEndpoint:
         po = self.broker.postoffice
         reply = Message(encoded, codec.Envelope(encoded), reply_to, ANYCAST, None, int(time.time() * 1000))
         po.post(po.route(reply, reply_to, None))
+
+
+def _json(value) -> str:
+    """The answer's JSON: a peek's was written already, in slices (management/messages.py)."""
+    text = getattr(value, "json_text", None)
+    return text if isinstance(text, str) else json.dumps(value)

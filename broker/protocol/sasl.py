@@ -14,6 +14,7 @@ header, an open and a close carrying `amqp:unauthorized-access`, and nothing of 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import TYPE_CHECKING, Callable
@@ -37,7 +38,11 @@ SASL_MECHANISMS, SASL_INIT, SASL_CHALLENGE, SASL_RESPONSE, SASL_OUTCOME = 0x40, 
 _BY_SYMBOL = {"amqp:sasl-init:list": SASL_INIT, "amqp:sasl-response:list": SASL_RESPONSE}
 OK, AUTH, SYS, SYS_PERM = 0, 1, 2, 3
 
-_HEADER, _INIT, _RESPONSE, _AMQP_HEADER, _DONE, _FAILED = range(6)
+# What a client may send behind a sasl-init or sasl-response while its password is checked (a
+# pipelined AMQP header, open, begin and attach): kept for Proton, up to this much.
+MAX_PENDING_INPUT = 1024 * 1024
+
+_HEADER, _INIT, _RESPONSE, _AMQP_HEADER, _DONE, _FAILED, _CHECKING = range(7)
 
 
 def _frame(frame_type: int, body: bytes) -> bytes:
@@ -95,13 +100,18 @@ class SaslGate:
         self.steps = 0
         self._scram: ScramServer | None = None
         self._scram_user = ""
+        self._pending: asyncio.Task | None = None  # the login throttle's turn for this login
 
     # -- input -----------------------------------------------------------------------------------
     def feed(self, data: bytes) -> bytes | None:
         if self.state == _FAILED:
             return None  # whatever a refused client sends after its outcome goes nowhere
         self.buf += data
-        while self.state not in (_DONE, _FAILED):
+        if self.state == _CHECKING:
+            if len(self.buf) > MAX_PENDING_INPUT:
+                self._drop(f"sent over {MAX_PENDING_INPUT} bytes while its login was checked")
+            return None
+        while self.state not in (_DONE, _FAILED, _CHECKING):
             if self.state == _HEADER:
                 if not self._header():
                     return None
@@ -231,11 +241,10 @@ class SaslGate:
         if authzid and authzid != user:
             self._fail(f"may not act as {authzid!r}", user)
             return
-        principal = self.auth.plain(user, password)
-        if principal is None:
-            self._fail("wrong user name or password", user)
-        else:
-            self._succeed(principal)
+        logins = self.conn.broker.logins
+        self._check(logins.check_plain(self.host, user, password),
+                    lambda principal: self._succeed(principal) if principal is not None
+                    else self._answer_failure("wrong user name or password", user))
 
     def _scram_step(self, response: bytes) -> None:
         try:
@@ -244,15 +253,26 @@ class SaslGate:
                 self._scram_user = self._scram.first(response)
                 self._challenge(self._scram.challenge(self.auth.scram_keys(self.mechanism, self._scram_user)))
                 return
-            final = self._scram.final(response)
         except ScramError as e:
             self._fail(str(e), self._scram_user or "?")
             return
-        principal = self.auth.principal(self._scram_user, self.mechanism)
-        if principal is None:
-            self._fail("unknown user", self._scram_user)
-        else:
-            self._succeed(principal, additional=final)
+        scram, user, mechanism, why = self._scram, self._scram_user, self.mechanism, ["wrong password"]
+
+        def check():  # in the login throttle's turn, off the loop
+            try:
+                final = scram.final(response)
+            except ScramError as e:
+                why[0] = str(e)
+                return None
+            principal = self.auth.principal(user, mechanism)
+            if principal is None:
+                why[0] = "unknown user"
+                return None
+            return principal, final
+
+        self._check(self.conn.broker.logins.attempt(self.host, check),
+                    lambda result: self._succeed(*result) if result is not None
+                    else self._answer_failure(why[0], user))
 
     def _external(self, response: bytes) -> None:
         user = self.external_user
@@ -277,7 +297,6 @@ class SaslGate:
         self.conn.socket.write(sasl_frame(SASL_CHALLENGE, [data]))
 
     def _succeed(self, principal: Principal, additional: bytes | None = None) -> None:
-        self.auth.succeeded(self.host)
         if not self._admit(principal, sasl=True):
             return
         fields = [UByte(OK)] + ([additional] if additional is not None else [])
@@ -287,16 +306,54 @@ class SaslGate:
         self.state = _AMQP_HEADER
 
     def _fail(self, why: str, user: str) -> None:
-        """A failed login: the outcome only after a delay that grows with this address's
-        consecutive failures (a timer, never a sleep on the loop); nothing more is read."""
+        """A login that failed before any password check (a mechanism not offered, a malformed
+        response, no certificate): a failure all the same, answered in the address's turn after
+        its delay (security/throttle.py); nothing more is read."""
+        self._check(self.conn.broker.logins.attempt(self.host, None),
+                    lambda _none: self._answer_failure(why, user))
+
+    def _check(self, attempt, then: Callable) -> None:
+        """Wait for the login throttle's answer (a coroutine) without reading anything more for
+        the exchange; `then(result)` once it comes, if the connection is still there."""
+        self.state = _CHECKING
+        self._pending = task = asyncio.get_running_loop().create_task(attempt)
+
+        def done(task: asyncio.Task) -> None:
+            self._pending = None
+            if task.cancelled() or self.state != _CHECKING:
+                return
+            sock = self.conn.socket
+            if sock is None or sock.is_closing():
+                return
+            error = task.exception()
+            if error is not None:
+                log.error("connection %s: login check failed: %r", self.conn.peer, error)
+                self._answer_failure("internal error", "?")
+                return
+            then(task.result())
+            if self.state == _AMQP_HEADER and self.buf:
+                self.conn.data_received(b"")  # what the client pipelined behind its login
+        task.add_done_callback(done)
+
+    def abandon(self) -> None:
+        """The connection went away: its login no longer waits for a turn."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+
+    def _answer_failure(self, why: str, user: str) -> None:
+        """The sasl-outcome of a failed login, its wait already spent; then close."""
         self.state = _FAILED
         self.buf.clear()
-        delay = self.auth.failure_delay(self.host)
-        log.warning("connection %s: login failed for user %r with %s: %s (answered in %.2fs)",
-                    self.conn.peer, user, self.mechanism or "?", why, delay)
+        log.warning("connection %s: login failed for user %r with %s: %s (failure %d from %s)",
+                    self.conn.peer, user, self.mechanism or "?", why,
+                    self.conn.broker.logins.failures(self.host), self.host)
         self.conn.broker.audit("login_failed", peer=self.conn.peer, user=user, mechanism=self.mechanism,
                                reason=why, via="amqp")
-        self.conn.server.loop.call_later(delay, self._send_failure)
+        sock = self.conn.socket
+        if sock is not None and not sock.is_closing():
+            sock.write(sasl_frame(SASL_OUTCOME, [UByte(AUTH)]))
+            sock.close()
 
     def _admit(self, principal: Principal, sasl: bool) -> bool:
         """Count the connection against the user's limit (`max_connections_per_user`); at the
@@ -316,14 +373,9 @@ class SaslGate:
         self.on_done(principal)
         return True
 
-    def _send_failure(self) -> None:
-        sock = self.conn.socket
-        if sock is not None and not sock.is_closing():
-            sock.write(sasl_frame(SASL_OUTCOME, [UByte(AUTH)]))
-            sock.close()
-
     def _drop(self, why: str):
         log.info("connection %s %s; closing it", self.conn.peer, why)
+        self.abandon()
         self.state = _FAILED
         self.buf.clear()
         self.conn.socket.close()

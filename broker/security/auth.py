@@ -1,14 +1,13 @@
-"""Who may log in: the users of `[security]`, the mechanisms offered, the answers to a login, and
-the growing delay after failed logins from one remote address. No Proton; the SASL frames are
-protocol/sasl.py's business.
+"""Who may log in: the users of `[security]`, the mechanisms offered and the answers to a login.
+No Proton; the SASL frames are protocol/sasl.py's business, and the growing delay after failed
+logins from one remote address (with the password checks off the event loop) is
+security/throttle.py's.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import os
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..config import ConfigError
@@ -19,13 +18,6 @@ ANONYMOUS_USER = "anonymous"
 ANONYMOUS_ROLE = "anonymous"
 DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "PLAIN")
 SUPPORTED = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "EXTERNAL", "ANONYMOUS")
-
-# Failed logins: the first is answered after FIRST_DELAY_S, each consecutive one from the same
-# address after twice the previous, up to MAX_DELAY_S. A success from the address resets it.
-FIRST_DELAY_S = 0.1
-MAX_DELAY_S = 5.0
-FORGET_AFTER_S = 600.0
-TRACKED_ADDRESSES = 4096  # bounded: the oldest address is forgotten first
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,6 @@ class Authenticator:
         self.max_connections = security.get("max_connections_per_user", -1)
         self._connections: dict[str, int] = {}  # user -> open connections
         self._secret = os.urandom(32)  # for the made-up salts of unknown users
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
 
     # -- what is offered ------------------------------------------------------------------------
     def offered(self, mechanisms: tuple[str, ...] | None, external: bool) -> list[str]:
@@ -67,6 +58,8 @@ class Authenticator:
 
     # -- logins ---------------------------------------------------------------------------------
     def plain(self, user: str, password: str) -> Principal | None:
+        """A PBKDF2 check: blocking, a few ms; callers go through security/throttle.py, which runs
+        it off the event loop."""
         entry = self.users.get(user)
         if entry is None:
             # Spend the same work as for a real user: timing must not tell who exists.
@@ -106,19 +99,3 @@ class Authenticator:
             self._connections[principal.name] = n
         else:
             self._connections.pop(principal.name, None)
-
-    # -- throttling ------------------------------------------------------------------------------
-    def failure_delay(self, host: str) -> float:
-        """Record a failed login from `host`; how long to wait before answering it."""
-        now = time.monotonic()
-        count, last = self._failures.pop(host, (0, now))
-        if now - last > FORGET_AFTER_S:
-            count = 0
-        count += 1
-        self._failures[host] = (count, now)
-        while len(self._failures) > TRACKED_ADDRESSES:
-            self._failures.popitem(last=False)
-        return min(FIRST_DELAY_S * 2 ** (count - 1), MAX_DELAY_S)
-
-    def succeeded(self, host: str) -> None:
-        self._failures.pop(host, None)

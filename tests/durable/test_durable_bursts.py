@@ -62,7 +62,8 @@ def delete_queue(broker, name: str) -> int:
     """Over HTTP (an AMQP management reply would be routed, and so wait behind the burst: a
     non-durable message waits for the durable ones before it, to keep their order); answered
     once the store has the deletion."""
-    request = urllib.request.Request(f"{http_base(broker)}/api/queues/{name}", method="DELETE")
+    request = urllib.request.Request(f"{http_base(broker)}/api/queues/{name}", method="DELETE",
+                                     headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as resp:
         return resp.status
 

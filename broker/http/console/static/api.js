@@ -9,9 +9,13 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body) {
+  // Every POST and DELETE says it is JSON, with or without a body: the listener refuses any
+  // other (a page on another site cannot send this type without a preflight it never gets).
   const init = { method, headers: {} };
-  if (body !== undefined) {
+  if (method !== "GET" && method !== "HEAD") {
     init.headers["Content-Type"] = "application/json";
+  }
+  if (body !== undefined) {
     init.body = JSON.stringify(body);
   }
   // Against the origin, not the page's URL: a page opened as http://user:pw@host/ has the
