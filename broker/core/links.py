@@ -23,6 +23,7 @@ class ProducerRequest:
     queue: str | None = None  # FQQN target
     dynamic: bool = False
     temporary_kind: str = ANYCAST  # dynamic target: anycast (temporary queue) or multicast
+    user: str | None = None  # who attaches: a temporary queue belongs to its maker
 
 
 @dataclass(slots=True)
@@ -72,7 +73,8 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
     if req.dynamic:
         name = str(uuid.uuid4())
         if req.temporary_kind == ANYCAST:
-            po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY)
+            po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY,
+                            extra={"owner": req.user} if req.user is not None else None)
         else:
             po.create_address(name, {MULTICAST}, temporary=True)
         return ProducerTarget(name, req.temporary_kind, req.temporary_kind, temporary=True)

@@ -87,7 +87,8 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         server = conn.broker.config.server
         if remote.dynamic:
             kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
-            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
+            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind,
+                                             user=conn.principal.name if conn.principal is not None else None)
         elif remote.address and "," in remote.address:
             parts = []
             target = core_links.ProducerTarget(remote.address, None, None, parts=parts)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from proton import Described, Message, uint, ulong
-from proton.reactor import Copy, DurableSubscription, Selector
+from proton.reactor import Copy, DurableSubscription, LinkOption, Selector
 from proton.utils import BlockingConnection, LinkDetached
 
 from hermod.broker.security.passwords import hash_password
@@ -110,6 +110,13 @@ def send(broker, address: str, bodies: list, user: str = "root", **props) -> Non
 
 
 TOPIC = Capabilities("topic")
+
+
+class DynamicTarget(LinkOption):
+    """A sender's dynamic target: the broker makes a temporary queue."""
+
+    def apply(self, link) -> None:
+        link.target.dynamic = True
 
 
 # -- raw frames (an unsettled map on an attach) -------------------------------------------------
@@ -421,3 +428,34 @@ def test_a_temporary_queue_belongs_to_its_user(secured):
         mallory.close()
         alice.close()
 
+
+def test_a_temporary_queue_a_sender_made_belongs_to_its_user(secured):
+    alice = login(secured, "alice")
+    mallory = login(secured, "mallory")
+    try:
+        sender = alice.create_sender(None, options=DynamicTarget())
+        name = sender.link.remote_target.address
+        sender.send(Message(body="alice's"))
+        err = refused(lambda: mallory.create_receiver(name))
+        assert "another user" in str(err)
+        receiver = alice.create_receiver(name)
+        assert receiver.receive(timeout=10).body == "alice's"
+        receiver.accept()
+    finally:
+        mallory.close()
+        alice.close()
+
+
+def test_a_durable_subscription_belongs_to_its_user_without_any_permission_configured(start_broker):
+    """Users differ whether or not `[[security.permission]]` entries exist (none: everybody may
+    do everything, but a subscription is still its maker's)."""
+    b = start_broker(config=config().split("[[security.permission]]")[0])
+    alice = login(b, "alice", container_id="open-app")
+    alice.create_receiver("news.open", name="sub", options=[DurableSubscription(), TOPIC])
+    alice.close()
+    mallory = login(b, "mallory", container_id="open-app")
+    try:
+        err = refused(lambda: mallory.create_receiver("news.open", name="sub", options=[DurableSubscription(), TOPIC]))
+        assert "another user" in str(err)
+    finally:
+        mallory.close()
