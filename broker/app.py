@@ -256,11 +256,12 @@ class Broker:
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
         found = None if req.dynamic or req.queue is not None else find_virtual_topic(self.virtual_topics, req.address)
         if self.acting is not None and not req.dynamic:
-            # `browse` is enough only for an attach that takes nothing: `copy` on an anycast
-            # queue (or a virtual topic's consumer queue, browsed as asked); `copy` on a
-            # multicast queue is consumed, so it needs `consume` like any other reader.
+            # `browse` is enough only for an attach that takes nothing: `copy` on a queue (or a
+            # virtual topic's consumer queue, browsed as asked); `copy` on a subscription is
+            # consumed, so it needs `consume` like any other reader. A virtual topic's consumer
+            # queue lives on the topic's address: that is the address the attach touches.
             browsing = req.browser and (found is not None or core_links.browses(self.postoffice, req))
-            self.authorize("browse" if browsing else "consume", req.address)
+            self.authorize("browse" if browsing else "consume", req.address if found is None else found[1])
         if self.cluster is not None and not req.dynamic:  # another node's queue: go there
             self.cluster.check_consumer(req.address, req.routing_type, req.queue,
                                         req.subscription_queue)

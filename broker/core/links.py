@@ -129,11 +129,12 @@ def _source_routing_type(po: PostOffice, req: ConsumerRequest, address: Address 
 
 def browses(po: PostOffice, req: ConsumerRequest) -> bool:
     """Whether this attach would be a browser, which takes nothing: distribution mode `copy` on
-    an anycast queue. On a multicast queue `copy` is consumed all the same (JMS clients ask for
-    it on every durable subscription; Artemis does the same), so such an attach takes messages,
-    and its right to is `consume`, not `browse`. Decided before anything is resolved or
-    created, with the rule `attach_consumer` applies."""
-    if not req.browser or req.dynamic or not req.address:
+    an anycast queue, or on any queue named by FQQN. A subscription (a multicast attach by
+    address) asked with `copy` is consumed all the same (JMS clients ask for it on every
+    durable subscription; Artemis does the same), so such an attach takes messages, and its
+    right is `consume`, not `browse`. Decided before anything is resolved or created, with the
+    rule `attach_consumer` applies."""
+    if not req.browser or req.dynamic or not req.address or req.queue is not None:
         return req.browser
     return _source_routing_type(po, req, po.addresses.get(req.address)) == ANYCAST
 
@@ -158,10 +159,12 @@ def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> C
         if anycast.purpose == QueuePurpose.TEMPORARY:  # found by its name: its maker's alone
             check_owner(po, anycast, req.user)
         return _attach(anycast, req, link, owner)
-    # Distribution mode `copy` browses anycast queues only: JMS clients ask for it on every
-    # durable subscription, which is still consumed (Artemis does the same).
-    req.browser = False
-    if req.queue is not None:
+    if req.queue is None:
+        # Distribution mode `copy` browses queues, not subscriptions: JMS clients ask for it on
+        # every durable subscription, which is still consumed (Artemis does the same). A queue
+        # named by FQQN, a subscription's included, is browsed as asked (`browses`).
+        req.browser = False
+    else:
         queue = address.queues.get(req.queue)
         if queue is None:
             if not po.settings_for(address.name).auto_create_queues:

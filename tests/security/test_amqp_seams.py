@@ -67,6 +67,21 @@ create_address = ["admin"]
 create_durable_queue = ["admin"]
 
 [[security.permission]]
+match = "VirtualTopic.Payroll"
+send = ["admin"]
+consume = ["admin", "payroll"]
+create_address = ["admin", "payroll"]
+create_durable_queue = ["admin", "payroll"]
+
+[[security.permission]]
+match = "Consumer.#"             # a grant on consumer queue names (as an ActiveMQ config has): it admits nobody
+send = ["staff"]
+consume = ["staff"]
+browse = ["staff"]
+create_address = ["staff"]
+create_durable_queue = ["staff"]
+
+[[security.permission]]
 match = "news.#"
 send = ["admin"]
 consume = ["admin", "payroll", "staff"]
@@ -282,6 +297,8 @@ def test_a_recovering_sender_is_told_accepted_only_for_what_it_has_not_settled(b
 # -- finding 4: browse alone allows only a browser --------------------------------------------------
 
 def test_browse_only_cannot_take_a_durable_subscriptions_messages_by_fqqn(secured):
+    """By FQQN `copy` is a browser, whatever the queue; a subscription attached by address with
+    `copy` (JMS asks it for every durable subscription) is consumed, so it needs `consume`."""
     alice = login(secured, "alice", container_id="alice-app")
     alice.create_receiver("news.eu", name="sub1", options=[DurableSubscription(), TOPIC]).detach()
     alice.close()
@@ -290,9 +307,12 @@ def test_browse_only_cannot_take_a_durable_subscriptions_messages_by_fqqn(secure
 
     bruno = login(secured, "bruno")
     try:
-        err = refused(lambda: bruno.create_receiver("news.eu::alice-app.sub1", name="fqqn", options=Copy()))
+        err = refused(lambda: bruno.create_receiver("news.eu::alice-app.sub1", name="fqqn-plain"))
         assert "consume" in str(err)
-        refused(lambda: bruno.create_receiver("news.eu::alice-app.sub1", name="fqqn-plain"))
+        browser = bruno.create_receiver("news.eu::alice-app.sub1", name="fqqn", options=Copy())  # a browser
+        assert [browser.receive(timeout=10).body for _ in range(3)] == ["n1", "n2", "n3"]
+        browser.accept()  # a browser's acknowledgement takes nothing
+        browser.close()
         for address in ("multicast://news.eu", "topic://news.eu"):  # prefixes
             refused(lambda: bruno.create_receiver(address, name=address, options=Copy()))
         for address in ("news.eu", "news.#", "news.*"):  # a subscription, plain or wildcard
@@ -315,6 +335,20 @@ def test_browse_only_still_browses_an_anycast_queue(secured):
     finally:
         bruno.close()
     assert queue_stat(secured, "news.board")["messages"] == 2
+
+
+def test_a_virtual_topic_consumer_queue_is_checked_against_the_topics_address(secured):
+    mallory, alice = login(secured, "mallory"), login(secured, "alice")
+    try:
+        err = refused(lambda: mallory.create_receiver("Consumer.A.VirtualTopic.Payroll"))
+        assert "consume" in str(err) and "address VirtualTopic.Payroll" in str(err)
+        receiver = alice.create_receiver("Consumer.A.VirtualTopic.Payroll")
+        send(secured, "topic://VirtualTopic.Payroll", ["march"])
+        assert receiver.receive(timeout=10).body == "march"
+        receiver.accept()
+    finally:
+        mallory.close()
+        alice.close()
 
 
 # -- finding 5: a wildcard subscription receives only what its user may consume ---------------------
