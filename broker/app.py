@@ -22,7 +22,7 @@ from .core.virtual_topics import find as find_virtual_topic
 from . import routing
 from .management import Management
 from .security.audit import AuditLog, no_audit
-from .security.auth import Authenticator, Principal
+from .security.auth import ANONYMOUS, Authenticator, Principal
 from .security.authorization import NOBODY, Authorization
 from .security.permissions import Permissions
 from .security.throttle import LoginFailed, LoginThrottle
@@ -91,6 +91,10 @@ class Broker:
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
         # The one decision point (security/authorization.py): every way in asks it.
         self.authorization = Authorization(permissions, self.audit)
+        # The core asks it through two ports: who may resume a subscription, a temporary queue
+        # (by its recorded owner), and where a wildcard subscription is bound.
+        self.postoffice.may_take_over = self.authorization.may_take_over
+        self.postoffice.may_consume = self.owner_may_consume
         self.validate_user_id = config.security.get("validate_user_id", False)
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
         self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
@@ -101,8 +105,11 @@ class Broker:
         return self.authorization.permissions
 
     @permissions.setter
-    def permissions(self, permissions: Permissions) -> None:  # a reload
+    def permissions(self, permissions: Permissions) -> None:
+        """A reload (users already adopted): the new rights apply to later decisions, and the
+        wildcard subscriptions are bound again to the addresses their owners may now consume."""
         self.authorization.permissions = permissions
+        self.postoffice.rebind_wildcard_subscriptions()
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -183,6 +190,20 @@ class Broker:
             if previous is None:
                 self.postoffice.creation_guard = None
 
+    def principal_named(self, name: str) -> Principal:
+        """The user `name` as the security layer knows it now (a reload may change roles): a
+        configured user, the anonymous login, or, for a user no longer configured, no roles."""
+        found = self.auth.principal(name, "")
+        if found is not None:
+            return found
+        return ANONYMOUS if name == ANONYMOUS.name else Principal(name, frozenset())
+
+    def owner_may_consume(self, owner: str, address: str) -> bool:
+        """The core's `may_consume` port: may a wildcard subscription's owner receive what is
+        sent to `address`? Asked when the subscription is bound there, never per message."""
+        authorization = self.authorization
+        return not authorization.enabled or authorization.allows(self.principal_named(owner), "consume", address)
+
     async def authorize_http(self, user: str | None, password: str | None, permission: str,
                              host: str = "?") -> Principal | None:
         """HTTP Basic for the management API, metrics and console: the user must log in and
@@ -235,16 +256,20 @@ class Broker:
         return core_links.attach_producer(self.postoffice, req)
 
     def attach_consumer(self, req: core_links.ConsumerRequest, link, owner=None):
+        found = None if req.dynamic or req.queue is not None else find_virtual_topic(self.virtual_topics, req.address)
         if self.acting is not None and not req.dynamic:
-            self.authorize("browse" if req.browser else "consume", req.address)
+            # `browse` is enough only for an attach that takes nothing: `copy` on a queue (or a
+            # virtual topic's consumer queue, browsed as asked); `copy` on a subscription is
+            # consumed, so it needs `consume` like any other reader. A virtual topic's consumer
+            # queue lives on the topic's address: that is the address the attach touches.
+            browsing = req.browser and (found is not None or core_links.browses(self.postoffice, req))
+            self.authorize("browse" if browsing else "consume", req.address if found is None else found[1])
         if self.cluster is not None and not req.dynamic:  # another node's queue: go there
             self.cluster.check_consumer(req.address, req.routing_type, req.queue,
                                         req.subscription_queue)
-        if not req.dynamic and req.queue is None:
-            found = find_virtual_topic(self.virtual_topics, req.address)
-            if found is not None:
-                vt, topic = found
-                return core_links.attach_virtual_topic_consumer(self.postoffice, vt, topic, req, link, owner)
+        if found is not None:
+            vt, topic = found
+            return core_links.attach_virtual_topic_consumer(self.postoffice, vt, topic, req, link, owner)
         return core_links.attach_consumer(self.postoffice, req, link, owner)
 
     def relay_target(self, address: str, rt: str | None, queue: str | None) -> tuple[str, str | None, str | None]:

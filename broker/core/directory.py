@@ -39,6 +39,7 @@ class Directory:
     diverts: list[Divert]
     retaining: bool
     creation_guard: Callable[[str, str], None] | None
+    may_consume: Callable[[str, str], bool] | None
     compile_filter: Callable[[str], Callable[[Message], bool]] | None
     lingering: Lingering
     retired: dict[str, int]
@@ -98,6 +99,24 @@ class Directory:
         if divert in self.diverts:
             self.diverts.remove(divert)
         self.bound.unbind(divert.source, divert, self.addresses)
+
+    def _admits(self, binding: Queue | Divert, address_name: str) -> bool:
+        """Whether a pattern's binding goes to the matching address `address_name`: a wildcard
+        subscription only where its owner may consume (the `may_consume` port; contract: the
+        others never enter its queue); diverts and queues with no owner always. Asked when
+        either side is created, never per message."""
+        guard = self.may_consume
+        if guard is None or not isinstance(binding, Queue):
+            return True
+        owner = binding.extra.get("owner")
+        return owner is None or guard(owner, address_name)
+
+    def rebind_wildcard_subscriptions(self) -> None:
+        """Rights changed (a reload may grant or revoke): every wildcard subscription with an
+        owner is bound again to exactly the matching addresses its owner may consume now."""
+        for queue in list(self.queues.values()):
+            if queue.address.wildcard and queue.routing_type == MULTICAST and "owner" in queue.extra:
+                self.bound.rebind(queue.address.name, queue, self.addresses)
 
     def replace_settings(self, settings: SettingsRepository) -> None:
         """New address settings (a configuration reload): every later lookup reads them, and

@@ -23,6 +23,7 @@ class ProducerRequest:
     queue: str | None = None  # FQQN target
     dynamic: bool = False
     temporary_kind: str = ANYCAST  # dynamic target: anycast (temporary queue) or multicast
+    user: str | None = None  # who attaches: a temporary queue belongs to its maker
 
 
 @dataclass(slots=True)
@@ -72,7 +73,8 @@ def attach_producer(po: PostOffice, req: ProducerRequest) -> ProducerTarget:
     if req.dynamic:
         name = str(uuid.uuid4())
         if req.temporary_kind == ANYCAST:
-            po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY)
+            po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY,
+                            extra={"owner": req.user} if req.user is not None else None)
         else:
             po.create_address(name, {MULTICAST}, temporary=True)
         return ProducerTarget(name, req.temporary_kind, req.temporary_kind, temporary=True)
@@ -110,34 +112,59 @@ class ConsumerRequest:
     user: str | None = None  # who attaches: a durable subscription belongs to its creator
 
 
+def _source_routing_type(po: PostOffice, req: ConsumerRequest, address: Address | None) -> str:
+    """The routing type a named source reads: the capability or prefix's, else the queue's (an
+    FQQN), else the address's (anycast first), else the settings' default."""
+    rt = req.routing_type
+    if rt is not None:
+        return rt
+    if address is None:
+        return po.settings_for(req.address).default_routing_type
+    if req.queue is not None:
+        queue = address.queues.get(req.queue)
+        if queue is not None:
+            return queue.routing_type
+    return ANYCAST if ANYCAST in address.routing_types else MULTICAST
+
+
+def browses(po: PostOffice, req: ConsumerRequest) -> bool:
+    """Whether this attach would be a browser, which takes nothing: distribution mode `copy` on
+    an anycast queue, or on any queue named by FQQN. A subscription (a multicast attach by
+    address) asked with `copy` is consumed all the same (JMS clients ask for it on every
+    durable subscription; Artemis does the same), so such an attach takes messages, and its
+    right is `consume`, not `browse`. Decided before anything is resolved or created, with the
+    rule `attach_consumer` applies."""
+    if not req.browser or req.dynamic or not req.address or req.queue is not None:
+        return req.browser
+    return _source_routing_type(po, req, po.addresses.get(req.address)) == ANYCAST
+
+
 def attach_consumer(po: PostOffice, req: ConsumerRequest, link, owner=None) -> Consumer:
     """Resolve the queue a consumer reads (creating it when allowed) and attach to it."""
     if req.dynamic:
         name = str(uuid.uuid4())
-        temporary = po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY)
+        temporary = po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY,
+                                    extra={"owner": req.user} if req.user is not None else None)
         return _attach(temporary, req, link, owner)
     if not req.address:
         raise InvalidField("empty source address")
-    rt = req.routing_type
     address = po.addresses.get(req.address)
-    if rt is None:
-        if address is None:
-            rt = po.settings_for(req.address).default_routing_type
-        elif req.queue is not None:
-            queue = address.queues.get(req.queue)
-            rt = queue.routing_type if queue is not None else (ANYCAST if ANYCAST in address.routing_types else MULTICAST)
-        else:
-            rt = ANYCAST if ANYCAST in address.routing_types else MULTICAST
+    rt = _source_routing_type(po, req, address)
     if address is None:
         address = po.ensure_address(req.address, rt)
     elif rt not in address.routing_types and req.queue is None:
         raise RoutingTypeMismatch(f"address {req.address} is not {rt}")
     if rt == ANYCAST:
-        return _attach(_anycast_queue(po, address, req), req, link, owner)
-    # Distribution mode `copy` browses anycast queues only: JMS clients ask for it on every
-    # durable subscription, which is still consumed (Artemis does the same).
-    req.browser = False
-    if req.queue is not None:
+        anycast = _anycast_queue(po, address, req)
+        if anycast.purpose == QueuePurpose.TEMPORARY:  # found by its name: its maker's alone
+            check_owner(po, anycast, req.user)
+        return _attach(anycast, req, link, owner)
+    if req.queue is None:
+        # Distribution mode `copy` browses queues, not subscriptions: JMS clients ask for it on
+        # every durable subscription, which is still consumed (Artemis does the same). A queue
+        # named by FQQN, a subscription's included, is browsed as asked (`browses`).
+        req.browser = False
+    else:
         queue = address.queues.get(req.queue)
         if queue is None:
             if not po.settings_for(address.name).auto_create_queues:
@@ -170,11 +197,14 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
     name = req.subscription_queue or str(uuid.uuid4())
     queue = po.queues.get(name)
     if queue is not None:
-        check_owner(queue, req.user)
+        check_owner(po, queue, req.user)
         changed = queue.address is not address or queue.filter_text != _filter_text(req)
         if changed:
             if queue.consumers:
                 raise IllegalState(f"subscription {name} is in use with another address or selector")
+            if queue.durable and po.creation_guard is not None:
+                # Replacing it is unsubscribing (its messages go): `delete_queue`, as closing it.
+                po.creation_guard("delete_queue", queue.address.name)
             po.delete_queue(name)
             queue = None
         elif not req.shared and queue.consumers and req.durable:
@@ -192,16 +222,20 @@ def _subscription_extra(req: ConsumerRequest) -> dict | None:
     extra = {}
     if req.no_local_container:
         extra["no_local"] = req.no_local_container
-    if req.durable and req.user is not None:
+    if req.user is not None:  # whose it is, and whose rights its wildcard bindings follow
         extra["owner"] = req.user
     return extra or None
 
 
-def check_owner(queue: Queue, user: str | None) -> None:
-    """A durable subscription belongs to the user who created it."""
+def check_owner(po: PostOffice, queue: Queue, user: str | None) -> None:
+    """A subscription or a temporary queue belongs to the user who made it (`owner` in its
+    extra): the post office's `may_take_over` port (installed by the composition root, which
+    asks the security layer) decides whether `user` may resume it."""
     owner = queue.extra.get("owner")
-    if owner is not None and user is not None and owner != user:
-        raise NotAuthorized(f"durable subscription {queue.name} belongs to another user")
+    if owner is None or po.may_take_over is None or po.may_take_over(user, owner):
+        return
+    kind = "temporary queue" if queue.purpose == QueuePurpose.TEMPORARY else "subscription"
+    raise NotAuthorized(f"{kind} {queue.name} belongs to another user")
 
 
 def _filter_text(req: ConsumerRequest) -> str | None:
@@ -260,5 +294,5 @@ def detach_consumer(po: PostOffice, consumer: Consumer, *, unsubscribe: bool = F
     return None
 
 
-__all__ = ["check_owner", "ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
+__all__ = ["browses", "check_owner", "ProducerRequest", "ProducerTarget", "ConsumerRequest", "attach_producer", "detach_producer",
            "attach_consumer", "detach_consumer", "attach_virtual_topic_consumer"]

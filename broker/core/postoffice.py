@@ -77,11 +77,19 @@ class PostOffice(Directory):
         self.retaining = False  # some address keeps messages (retention_days > 0)
         # Asked before a client's attach or send creates an address or a durable queue
         # ("create_address" / "create_durable_queue", address name); raises NotAuthorized.
+        # Durable-subscription replace asks it too ("delete_queue", the old queue's address).
         self.creation_guard: Callable[[str, str], None] | None = None
+        # Ports the composition root installs (the security layer decides; the core knows
+        # users only by the name a subscription or temporary queue records as its `owner`):
+        # whether a user may resume what another attach left (user, owner) ...
+        self.may_take_over: Callable[[str | None, str], bool] | None = None
+        # ... and whether a wildcard subscription's owner may consume from a matching address:
+        # asked when the subscription is bound there (never per message), again on a reload.
+        self.may_consume: Callable[[str, str], bool] | None = None
         # Pay for wildcards at bind time, in proportion to what is bound (topic_index.py): the
         # concrete addresses by word, and the bindings that follow a pattern (the multicast
         # queues of wildcard addresses, the diverts by their source) by pattern.
-        self.bound = BindingIndex()
+        self.bound = BindingIndex(self._admits)
         self.diverts: list[Divert] = []
         self.delivery_latency = LatencyHistogram()  # arrival to consumer acknowledgement
         self._dispatch_scheduled = False

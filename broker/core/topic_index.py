@@ -19,7 +19,7 @@ it. Memory is one node per distinct prefix: O(total words).
 from __future__ import annotations
 
 import itertools
-from typing import Generic, Hashable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
 
 from . import wildcards
 from .wildcards import ANY_WORDS, ONE_WORD
@@ -193,15 +193,23 @@ class BindingIndex:
     source, exact or not). Each such binding is bound to every matching address when either
     comes; a send never looks here."""
 
-    def __init__(self) -> None:
+    def __init__(self, admits: Callable[[Any, str], bool] | None = None) -> None:
         self.addresses = AddressTrie()
         self.patterns: PatternTrie = PatternTrie()
+        # Whether a binding goes to a matching address (None: always). The post office's
+        # answer: a wildcard subscription only where its owner may consume. Asked at bind
+        # time only, so a send stays a lookup.
+        self.admits = admits
+
+    def _admitted(self, binding, name: str) -> bool:
+        return self.admits is None or self.admits(binding, name)
 
     def address_created(self, address) -> None:
         """A new concrete address gets the bindings whose pattern matches it."""
         self.addresses.add(address.name)
         for binding in self.patterns.matching(address.name):
-            address.bindings.add(binding)
+            if self._admitted(binding, address.name):
+                address.bindings.add(binding)
 
     def address_removed(self, name: str) -> None:
         self.addresses.remove(name)
@@ -210,7 +218,17 @@ class BindingIndex:
         """Bind to the concrete `addresses` the pattern matches, now and later."""
         self.patterns.add(pattern, binding)
         for name in self.addresses.matching(pattern):
-            addresses[name].bindings.add(binding)
+            if self._admitted(binding, name):
+                addresses[name].bindings.add(binding)
+
+    def rebind(self, pattern: str, binding, addresses: dict) -> None:
+        """Decide again, for each address the pattern matches, whether the binding goes there
+        (what `admits` answers changed: a reload); bound where admitted, unbound elsewhere."""
+        for name in self.addresses.matching(pattern):
+            if self._admitted(binding, name):
+                addresses[name].bindings.add(binding)
+            else:
+                addresses[name].bindings.remove(binding)
 
     def unbind(self, pattern: str, binding, addresses: dict) -> None:
         self.patterns.remove(pattern, binding)

@@ -371,8 +371,9 @@ class ConsumerLink(ConsumerSend, ConsumerAttach, LinkHandler):
         consumers, self.consumers = self.consumers, []
         self.conn.frame_tap.forget(self.name)
         if self.keeps_state and not closed and self.deliveries:
+            principal = self.conn.principal
             recovery.memory_of(self.broker).consumer_detached(
-                self.link_key, self._tag_n,
+                self.link_key, principal.name if principal is not None else None, self._tag_n,
                 {recovery.delivery_tag(d): ref for d, ref in self.deliveries.items() if ref is not None})
         self.deliveries.clear()
         self.committing.clear()  # the engine frees the link's deliveries; callbacks see active

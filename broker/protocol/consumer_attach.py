@@ -81,8 +81,9 @@ class ConsumerAttach:
         `?consumer-priority=` and `consumer.exclusive` options, subscription naming)."""
         broker, conn = self.broker, self.conn
         predicate = broker.compile_consumer_selector(selector_text) if selector_text else None
+        user = conn.principal.name if conn.principal is not None else None
         if remote.dynamic:
-            return core_links.ConsumerRequest("", dynamic=True)
+            return core_links.ConsumerRequest("", dynamic=True, user=user)
         address, options = address_options(remote.address)
         if consumer_priority(options) is not None:
             priority = consumer_priority(options)
@@ -98,8 +99,7 @@ class ConsumerAttach:
             no_local_container=conn.container_id or "" if no_local else None,
             subscription_queue=self._subscription_queue(remote, shared, "global" in caps),
             durable=remote.durable, shared=shared,
-            exclusive=options.get("consumer.exclusive", "").lower() == "true",
-            user=conn.principal.name if conn.principal is not None else None)
+            exclusive=options.get("consumer.exclusive", "").lower() == "true", user=user)
 
     def _subscription_queue(self, remote, shared: bool, global_: bool) -> str | None:
         """A durable or shared subscription's queue name (Artemis's naming), else the queue a
@@ -138,8 +138,16 @@ class ConsumerAttach:
         sent again (as their messages' deliveries, under the same tags)."""
         if remote_unsettled is None:
             return
-        resumed = recovery.memory_of(self.broker).consumer_resumed(self.link_key)
+        principal, authorization = self.conn.principal, self.broker.authorization
+        # Only the user whose link it was gets its state (another's attach under the same
+        # container id and link name gets none of it), and only the deliveries on addresses
+        # that user may consume now: recovery touches their queues, not this attach's.
+        resumed = recovery.memory_of(self.broker).consumer_resumed(
+            self.link_key, lambda owner: authorization.may_take_over(principal, owner))
         last_tag, sent = resumed if resumed is not None else (0, self._waiting_by_tag(remote_unsettled))
+        if authorization.enabled:
+            sent = {tag: ref for tag, ref in sent.items()
+                    if authorization.allows(principal, "consume", ref.queue.address.name)}
         self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = {tag: None for tag in sent}
         self._tag_n = max(self._tag_n, last_tag)
@@ -231,7 +239,7 @@ class ConsumerAttach:
         if queue is None:
             raise errors.QueueNotFound(f"Unknown subscription link: {self.name}")
         principal = self.conn.principal
-        core_links.check_owner(queue, principal.name if principal is not None else None)
+        core_links.check_owner(self.broker.postoffice, queue, principal.name if principal is not None else None)
         if self.broker.acting is not None:
             self.broker.authorize("consume", queue.address.name)
         req = core_links.ConsumerRequest(queue.address.name, MULTICAST, queue.name)
@@ -264,7 +272,8 @@ class ConsumerAttach:
                 name = parse_name(part, [], server.anycast_prefixes, server.multicast_prefixes)
                 sub = core_links.ConsumerRequest(
                     name.address, name.routing_type or ANYCAST, name.queue, browser=req.browser,
-                    selector=req.selector, selector_predicate=req.selector_predicate, priority=req.priority)
+                    selector=req.selector, selector_predicate=req.selector_predicate, priority=req.priority,
+                    user=req.user)
                 consumers.append(self.broker.attach_consumer(sub, self, owner=self.conn))
         except errors.HermodError:
             for c in consumers:

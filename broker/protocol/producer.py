@@ -52,7 +52,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
     batches_transfers = True  # Connection.process takes a batch's transfers in one call
 
     __slots__ = ("conn", "link", "target", "broker", "postoffice", "max_size", "container_id", "name",
-                 "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed", "burst")
+                 "temporary", "active", "unconfirmed", "_partial", "memory_key", "resumed", "held", "burst")
 
     def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
         self.conn = conn
@@ -69,10 +69,13 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         # commits, so a producer can never be more than PRODUCER_CREDIT messages ahead of it.
         self.unconfirmed = 0
         self._partial: bytearray | None = None  # the frames so far of a multi-frame transfer
-        # Link recovery (protocol.recovery): a durable (`unsettled-state`) target remembers the
-        # tags it accepted; `resumed`: tags the broker told a recovering sender it has.
+        # Link recovery (protocol.recovery): a durable (`unsettled-state`) target keeps the
+        # transfers it accepted unsettled until the client settles them (`held`, delivery ->
+        # tag; a RecoveringProducerLink); `resumed`: tags the broker told a recovering sender
+        # it has.
         self.memory_key: tuple[str, str] | None = None
         self.resumed: set = set()
+        self.held: dict = {}
         # This link's sends of a turn that go through the store, as one journal unit.
         self.burst = Burst(self.postoffice, self._settle_burst)
 
@@ -84,7 +87,8 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         server = conn.broker.config.server
         if remote.dynamic:
             kind = MULTICAST if any(c in ("topic", "temporary-topic") for c in remote.capabilities) else ANYCAST
-            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind)
+            req = core_links.ProducerRequest(None, dynamic=True, temporary_kind=kind,
+                                             user=conn.principal.name if conn.principal is not None else None)
         elif remote.address and "," in remote.address:
             parts = []
             target = core_links.ProducerTarget(remote.address, None, None, parts=parts)
@@ -106,13 +110,16 @@ class ProducerLink(ProducerRoutes, LinkHandler):
             req = core_links.ProducerRequest(name.address, name.routing_type, name.queue)
         if req is not None:
             target = conn.broker.attach_producer(req)
-        handler = cls(conn, link, target)
+        durable = lib.pn_terminus_get_durability(lib.pn_link_remote_target(link)) == lib.PN_DELIVERIES
+        handler = (RecoveringProducerLink if durable else cls)(conn, link, target)
         lib.pn_terminus_copy(lib.pn_link_target(link), lib.pn_link_remote_target(link))
         if remote.dynamic:
             cproton.pn_terminus_set_address(lib.pn_link_target(link), target.address)
         lib.pn_terminus_copy(lib.pn_link_source(link), lib.pn_link_remote_source(link))
         lib.pn_link_set_snd_settle_mode(link, lib.pn_link_remote_snd_settle_mode(link))
-        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_FIRST)
+        # A durable target's transfers are settled once the client has (so its recovery knows
+        # what the client still holds): the broker says it settles second.
+        lib.pn_link_set_rcv_settle_mode(link, lib.PN_RCV_SECOND if durable else lib.PN_RCV_FIRST)
         lib.pn_link_set_max_message_size(link, handler.max_size)
         handler._recover(remote)
         lib.pn_link_open(link)
@@ -131,13 +138,17 @@ class ProducerLink(ProducerRoutes, LinkHandler):
 
     def _recover(self, remote) -> None:
         """A sender re-attaching with its unsettled map (§2.6.13) learns from our attach which
-        of those transfers we have (accepted); one of them sent again is not enqueued twice."""
-        if lib.pn_terminus_get_durability(lib.pn_link_remote_target(self.link)) == lib.PN_DELIVERIES:
-            self.memory_key = (self.container_id or "", self.name)
+        of those transfers we have (accepted, and not settled by the client); one of them sent
+        again is not enqueued twice. Only the user whose link it was learns anything: another
+        user's attach under the same container id and link name gets an empty map."""
         remote_unsettled = self.conn.frame_tap.claim(False, self.name)
-        if remote_unsettled is None or self.memory_key is None:
+        if self.memory_key is None:
             return
-        have = recovery.memory_of(self.broker).accepted_tags(self.memory_key)
+        principal, authorization = self.conn.principal, self.broker.authorization
+        have = recovery.memory_of(self.broker).producer_resumed(
+            self.memory_key, lambda owner: authorization.may_take_over(principal, owner))
+        if remote_unsettled is None:
+            return  # a new link of that name: its tags start over
         answer = {tag: recovery.accepted_state() for tag in remote_unsettled if tag in have}
         self.conn.frame_tap.max_frame = lib.pn_transport_get_remote_max_frame(self.conn.transport)
         self.conn.frame_tap.answers[self.name] = answer
@@ -328,10 +339,11 @@ class ProducerLink(ProducerRoutes, LinkHandler):
                 self._post_stored(po, plan, None)  # no outcome owed; the credit waits
             pn_delivery_settle(d)
         elif po.post_now(plan):  # nothing to store: accepted at once, no callback to build
-            pn_delivery_update(d, PN_ACCEPTED)  # `_accepted`, inline on the hot path
+            pn_delivery_update(d, PN_ACCEPTED)
             if self.memory_key is not None:
-                recovery.memory_of(broker).accepted(self.memory_key, recovery.delivery_tag(d))
-            pn_delivery_settle(d)
+                self._hold(d)  # a durable target: settled when the client settles
+            else:
+                pn_delivery_settle(d)
         else:
             self._post_stored(po, plan, d)
 
@@ -351,20 +363,24 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         self.unconfirmed -= len(deliveries)
         if not self.active:
             return  # the link, and Proton's deliveries with it, is gone
-        memory = recovery.memory_of(self.broker) if self.memory_key is not None else None
+        holds = self.memory_key is not None
         if outcomes is None:
             for d in deliveries:
                 if d is not None:
                     pn_delivery_update(d, PN_ACCEPTED)
-                    if memory is not None:
-                        memory.accepted(self.memory_key, recovery.delivery_tag(d))
-                    pn_delivery_settle(d)
+                    if holds:
+                        self._hold(d)
+                    else:
+                        pn_delivery_settle(d)
         else:
             for d, error in zip(deliveries, outcomes):
                 if d is None:
                     continue
                 if error is None:
-                    self._accepted(d)
+                    lib.pn_delivery_update(d, PN_ACCEPTED)
+                    if holds:
+                        self._hold(d)
+                        continue
                 else:
                     set_condition(lib.pn_disposition_condition(lib.pn_delivery_local(d)),
                                   conditions.condition_for(error), f"message not stored: {error}")
@@ -405,10 +421,16 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         self._outcome(d, presettled, PN_ACCEPTED)
         return True
 
-    def _accepted(self, d) -> None:
-        lib.pn_delivery_update(d, PN_ACCEPTED)
-        if self.memory_key is not None:
-            recovery.memory_of(self.broker).accepted(self.memory_key, recovery.delivery_tag(d))
+    def _hold(self, d) -> None:
+        """An accepted transfer on a durable target: left unsettled, its tag kept, until the
+        client settles it (`RecoveringProducerLink.on_delivery`). Bounded: past MAX_TAGS the
+        oldest is settled here and forgotten (a resend of it would then be a new message)."""
+        held = self.held
+        held[d] = recovery.delivery_tag(d)
+        if len(held) > recovery.MAX_TAGS:
+            oldest = next(iter(held))
+            del held[oldest]
+            pn_delivery_settle(oldest)
 
     def _completion(self, d):
         """The outcome once the unit is stored (`d` None: the transfer was settled at the
@@ -457,6 +479,13 @@ class ProducerLink(ProducerRoutes, LinkHandler):
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
         self._partial = None
+        if self.memory_key is not None and not closed:
+            # Lost, not closed: what the client had not settled is what its recovery finds.
+            principal = self.conn.principal
+            recovery.memory_of(self.broker).producer_detached(
+                self.memory_key, principal.name if principal is not None else None,
+                [*self.held.values(), *self.resumed])
+        self.held = {}
         self.postoffice.flow.forget(self)
         core_links.detach_producer(self.postoffice, self.target)
         if self.temporary and self.target.address:
@@ -466,3 +495,26 @@ class ProducerLink(ProducerRoutes, LinkHandler):
             else:
                 po.delete_address(self.target.address)
             self.temporary = False
+
+
+class RecoveringProducerLink(ProducerLink):
+    """A sender link whose target is durable (`unsettled-state`): its accepted transfers stay
+    unsettled until the client settles them, so the broker knows which it may still report
+    `accepted` to a recovering sender; a settled one's tag is forgotten (the client may reuse
+    it). Its deliveries' updates come one event at a time (the client's settlements); plain
+    producer links keep the batched path."""
+
+    __slots__ = ()
+    batches_transfers = False
+
+    def __init__(self, conn: Connection, link, target: core_links.ProducerTarget):
+        super().__init__(conn, link, target)
+        self.memory_key = (self.container_id or "", self.name)
+
+    def on_delivery(self, d) -> None:
+        if d is not None and d in self.held:
+            if pn_delivery_settled(d):  # the client settled it: forgotten
+                del self.held[d]
+                pn_delivery_settle(d)
+            return
+        super().on_delivery(d)

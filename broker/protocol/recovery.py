@@ -8,11 +8,14 @@ whose handler asked for it. It follows frame boundaries only (a header read per 
 attach frames alone are decoded, and output that holds none passes through as it is.
 
 `LinkMemory` is what the broker remembers of a link whose terminus is durable
-(`unsettled-state`) once it is detached, keyed by container id and link name, in memory only
-(not through a restart): for a
-consumer link the deliveries it had not settled (their refs, back on the queue meanwhile) and
-its last delivery tag; for a producer link the tags of the transfers it accepted last. Both are
-bounded (MAX_LINKS links, MAX_TAGS tags a link), oldest first out.
+(`unsettled-state`) once it is detached, keyed by container id and link name, with the user
+whose link it was, in memory only (not through a restart): for a consumer link the deliveries
+it had not settled (their refs, back on the queue meanwhile) and its last delivery tag; for a
+producer link the tags of the transfers it accepted that the client had not settled (such a
+link's accepted transfers stay unsettled at the broker until the client settles them, and a
+settled one's tag is forgotten: the client may reuse it). Both are bounded (MAX_LINKS links,
+MAX_TAGS tags a link), oldest first out. Only the user who made the state resumes it, and a
+consumer's recovered deliveries are applied only where that user may still `consume`.
 
 What a recovering client gets:
 - a receiver re-attaching with its unsettled map: the broker's attach carries its own map (the
@@ -22,14 +25,15 @@ What a recovering client gets:
   flag, which Proton cannot set. After a broker restart nothing of the link is remembered; for
   a durable subscription the tags are looked up as message ids near the head of its queue;
 - a sender re-attaching with its unsettled map: the broker's attach carries, of those tags,
-  the ones it accepted (state `accepted`); a transfer re-sent with one of them is settled
-  `accepted` and not enqueued again.
+  the ones it accepted and the client had not settled (state `accepted`); a transfer re-sent
+  with one of them is settled `accepted` and not enqueued again.
 """
 from __future__ import annotations
 
 import struct
 import weakref
 from collections import OrderedDict
+from typing import Callable
 
 from cproton_ffi import ffi, lib
 
@@ -369,33 +373,51 @@ def accepted_state() -> Described:
 
 
 class LinkMemory:
-    """What the broker keeps of detached durable links (see the module docstring)."""
+    """What the broker keeps of detached durable links (see the module docstring), each with
+    the user whose link it was: only that user's attach may resume it (the decision is the
+    caller's, `Authorization.may_take_over`); another user's attach under the same container
+    id and link name finds nothing, and leaves it for its owner."""
 
     def __init__(self) -> None:
-        self.consumers: OrderedDict[tuple[str, str], tuple[int, dict]] = OrderedDict()
-        self.producers: OrderedDict[tuple[str, str], OrderedDict] = OrderedDict()
+        # (container id, link name) -> (owner, last tag, {tag: ref})
+        self.consumers: OrderedDict[tuple[str, str], tuple[str | None, int, dict]] = OrderedDict()
+        # (container id, link name) -> (owner, tags accepted that the client had not settled)
+        self.producers: OrderedDict[tuple[str, str], tuple[str | None, tuple]] = OrderedDict()
 
-    def consumer_detached(self, key: tuple[str, str], last_tag: int, unsettled: dict) -> None:
-        self.consumers.pop(key, None)
-        self.consumers[key] = (last_tag, dict(list(unsettled.items())[-MAX_TAGS:]))
-        while len(self.consumers) > MAX_LINKS:
-            self.consumers.popitem(last=False)
+    @staticmethod
+    def _keep(table: OrderedDict, key, value) -> None:
+        table.pop(key, None)
+        table[key] = value
+        while len(table) > MAX_LINKS:
+            table.popitem(last=False)
 
-    def consumer_resumed(self, key: tuple[str, str]) -> tuple[int, dict] | None:
-        return self.consumers.pop(key, None)
+    @staticmethod
+    def _claim(table: OrderedDict, key, may_take_over: Callable[[str | None], bool]):
+        entry = table.get(key)
+        if entry is None or not may_take_over(entry[0]):
+            return None  # nothing, or another user's: it stays for its owner
+        del table[key]
+        return entry
 
-    def accepted(self, key: tuple[str, str], tag: bytes) -> None:
-        tags = self.producers.get(key)
-        if tags is None:
-            tags = self.producers[key] = OrderedDict()
-            while len(self.producers) > MAX_LINKS:
-                self.producers.popitem(last=False)
-        tags[tag] = None
-        if len(tags) > MAX_TAGS:
-            tags.popitem(last=False)
+    def consumer_detached(self, key: tuple[str, str], owner: str | None, last_tag: int, unsettled: dict) -> None:
+        self._keep(self.consumers, key, (owner, last_tag, dict(list(unsettled.items())[-MAX_TAGS:])))
 
-    def accepted_tags(self, key: tuple[str, str]) -> OrderedDict:
-        return self.producers.get(key) or OrderedDict()
+    def consumer_resumed(self, key: tuple[str, str],
+                         may_take_over: Callable[[str | None], bool]) -> tuple[int, dict] | None:
+        """The consumer link's state, taken, when `may_take_over(owner)` allows."""
+        entry = self._claim(self.consumers, key, may_take_over)
+        return None if entry is None else (entry[1], entry[2])
+
+    def producer_detached(self, key: tuple[str, str], owner: str | None, tags) -> None:
+        """A durable sender link lost: `tags`, the transfers it accepted that the client had
+        not settled, are what a recovering sender is told the broker has."""
+        self._keep(self.producers, key, (owner, tuple(tags)[-MAX_TAGS:]))
+
+    def producer_resumed(self, key: tuple[str, str], may_take_over: Callable[[str | None], bool]) -> set:
+        """The sender link's unsettled accepted tags, taken, when `may_take_over(owner)` allows
+        (an empty set otherwise)."""
+        entry = self._claim(self.producers, key, may_take_over)
+        return set() if entry is None else set(entry[1])
 
 
 _memories: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -142,11 +142,13 @@ class Authorization:
 
     # -- ownership ------------------------------------------------------------------------------------
     @staticmethod
-    def may_take_over(principal: Principal | None, owner: str | None) -> bool:
-        """Whether `principal` may resume state another attach left under the same container id
-        and link name (a durable or lingering subscription, a temporary queue, recovery state):
-        only its owner may; state with no recorded owner (made before owners were kept, or with
-        security off) is open to whoever resumes it."""
+    def may_take_over(principal: Principal | str | None, owner: str | None) -> bool:
+        """Whether `principal` (or the user of that name: the core knows users by name) may
+        resume state another attach left under the same container id and link name (a durable
+        or lingering subscription, a temporary queue, recovery state): only its owner may;
+        state with no recorded owner (made before owners were kept) is open to whoever resumes
+        it. It holds with or without `[[security.permission]]`: users differ either way."""
         if owner is None:
             return True
-        return (principal.name if principal is not None else None) == owner
+        name = principal if isinstance(principal, str) or principal is None else principal.name
+        return name == owner

@@ -139,12 +139,16 @@ class FrameClient:
 
     # -- the usual steps -----------------------------------------------------------------------
     def handshake(self, container: str = "raw", idle_timeout_ms: int | None = None,
-                  max_frame_size: int | None = None) -> Frame:
+                  max_frame_size: int | None = None, user: str | None = None,
+                  password: str = "") -> Frame:
+        """SASL (ANONYMOUS, or PLAIN as `user`), the AMQP header and the open."""
         self.sock.sendall(SASL_HEADER)
-        self.sock.sendall(frame(0, encode(SASL_INIT, [symbol("ANONYMOUS"), b""]), frame_type=1))
+        init = [symbol("ANONYMOUS"), b""] if user is None else [symbol("PLAIN"), f"\0{user}\0{password}".encode()]
+        self.sock.sendall(frame(0, encode(SASL_INIT, init), frame_type=1))
         assert self._read_exact(8, time.monotonic() + self.timeout) == SASL_HEADER
-        while self.read().code != SASL_OUTCOME:
+        while (outcome := self.read()).code != SASL_OUTCOME:
             pass
+        assert int(outcome.fields[0]) == 0, f"login refused: {outcome.fields}"
         self.sock.sendall(AMQP_HEADER)
         assert self._read_exact(8, time.monotonic() + self.timeout) == AMQP_HEADER
         fields = [container, None, None if max_frame_size is None else uint(max_frame_size), None]
