@@ -36,6 +36,7 @@ from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Mes
 from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
+from ..config import normalize_origin
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ SUBPROTOCOL = "amqp"
 MAX_UPGRADE_HEAD = 16 * 1024
 FRAME_SLACK = 64 * 1024
 CLOSE_REPLY_WAIT_S = 5.0  # after our close frame, how long the client has to answer with its own
-_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
+_REASONS = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}
 _METHOD_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DATA_OPCODES = (Opcode.BINARY, Opcode.TEXT, Opcode.CONTINUATION)
 
@@ -189,6 +190,10 @@ class WebSocketAcceptor(asyncio.Protocol):
 
     # -- the upgrade ----------------------------------------------------------------------------
     def _on_upgrade(self, request: Request) -> None:
+        refused_origin = self._foreign_origin(request)
+        if refused_origin is not None:
+            self._refuse(403, f"origin {refused_origin!r} is not in the listener's allowed_origins")
+            return
         if SUBPROTOCOL not in request.subprotocols:
             offered = ", ".join(request.subprotocols) or "none"
             self._refuse(400, f"upgrade offers no subprotocol {SUBPROTOCOL!r} (offered: {offered})")
@@ -199,6 +204,20 @@ class WebSocketAcceptor(asyncio.Protocol):
                   request.target)
         self.conn = Connection(self.server, self.listener)
         self.conn.connection_made(WebSocketChannel(self))
+
+    def _foreign_origin(self, request: Request) -> str | None:
+        """The request's `Origin` when it is there and not one the listener allows (else None).
+        A browser always sends `Origin` on a WebSocket upgrade, and lets any page open one to
+        any host: without this check a page the user merely visits could drive the broker with
+        the user's network position (and anonymous login). A client that is no browser sends
+        no `Origin` and is served; several `Origin` headers are refused unless each is allowed."""
+        allowed = self.listener.allowed_origins
+        for name, value in request.extra_headers:
+            if name.lower() == b"origin":
+                origin = value.decode("latin-1")
+                if normalize_origin(origin) not in allowed:
+                    return origin
+        return None
 
     def _method_plausible(self, data: bytes) -> bool:
         """The head starts with an HTTP method (capital letters) and a space: anything else (an
