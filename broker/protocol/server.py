@@ -25,6 +25,9 @@ class Server:
         self.broker = broker
         self.loop = loop
         self.connections: set[Connection] = set()
+        # Client sockets held in any stage (TLS handshake, WebSocket upgrade, SASL, AMQP), from
+        # accept to close: what max_connections limits (protocol/admission.py).
+        self.sockets_held = 0
         self.management = ManagementEndpoint(broker)
         broker.management.connections = ConnectionsView(self)  # the connection list's port
         self.draining: set = set()  # consumer links that asked to drain their credit
@@ -115,7 +118,7 @@ class Server:
         if listener is not None and listener.tls:
             from .tls import TlsAcceptor
             ctx, name, inner = self.tls_context, listener.name, make
-            factory = lambda: TlsAcceptor(self.loop, ctx, name, inner)  # noqa: E731
+            factory = lambda: TlsAcceptor(self, ctx, name, inner)  # noqa: E731
         else:
             factory = make
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)

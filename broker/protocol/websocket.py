@@ -11,7 +11,9 @@ Connection limits, heartbeats, the SASL gate and the audit log are therefore the
 
 Bounds, each of which closes that connection only, with one log line:
 - the upgrade request head: at most MAX_UPGRADE_HEAD bytes, and complete within the handshake
-  deadline (the idle timeout, as for the AMQP open);
+  deadline (protocol/admission.py: 5 s, or the idle timeout when shorter); the socket counts
+  toward max_connections from accept, upgraded or not;
+- an upgrade whose `Origin` is present and not in the listener's `allowed_origins` gets a 403;
 - a WebSocket frame: at most the listener's max_frame_size plus FRAME_SLACK payload bytes (a
   client may put a few AMQP frames in one WebSocket frame, never megabytes on a 512-byte
   listener), judged on the frame's header before any of its payload is read (`FrameLimit`).
@@ -37,6 +39,7 @@ from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
 from ..config import normalize_origin
+from .admission import Admission, admit, hand_over, handshake_deadline_s, peer_of
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -129,14 +132,22 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.frame_limit = FrameLimit(listener.max_frame_size + FRAME_SLACK)
         self.closing = False
         self._deadline = None
+        # The socket's place in the max_connections count (protocol/admission.py): handed over
+        # by the TLS layer (wss) or taken at accept; the AMQP Connection holds it once upgraded.
+        self.admission: Admission | None = None
 
     # -- asyncio Protocol -----------------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        idle = self.server.broker.config.server.idle_timeout_s
-        self._deadline = self.server.loop.call_later(idle if idle > 0 else 30.0, self._upgrade_deadline)
+        self.peer = peer_of(transport)
+        if self.admission is None:  # accepted here: a ws:// listener
+            self.admission = admit(self.server, self.peer)
+            if self.admission is None:  # far past max_connections: closed at accept
+                self.closing = True
+                transport.abort()
+                return
+        deadline = handshake_deadline_s(self.server.broker.config.server.idle_timeout_s)
+        self._deadline = self.server.loop.call_later(deadline, self._upgrade_deadline)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -178,7 +189,9 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.closing = True
         self._cancel_deadline()
         if self.conn is not None:
-            self.conn.connection_lost(exc)
+            self.conn.connection_lost(exc)  # which gives the socket's place back
+        elif self.admission is not None:
+            self.admission.release()
 
     def pause_writing(self) -> None:
         if self.conn is not None:
@@ -203,7 +216,8 @@ class WebSocketAcceptor(asyncio.Protocol):
         log.debug("websocket upgrade from %s on listener %s, path %s", self.peer, self.listener.name,
                   request.target)
         self.conn = Connection(self.server, self.listener)
-        self.conn.connection_made(WebSocketChannel(self))
+        admission, self.admission = self.admission, None
+        hand_over(self.conn, WebSocketChannel(self), admission)
 
     def _foreign_origin(self, request: Request) -> str | None:
         """The request's `Origin` when it is there and not one the listener allows (else None).
