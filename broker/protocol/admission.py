@@ -2,7 +2,7 @@
 
 Every socket the broker holds for a client counts, whatever stage it is in: a TLS handshake, a
 WebSocket upgrade, SASL, or an open AMQP connection. The count is taken once, at accept, by the
-first protocol object on the socket (`Server.admit`); each layer that hands the socket on
+first protocol object on the socket (`Server.admissions.admit`); each layer that hands the socket on
 (TLS to WebSocket or AMQP, WebSocket to AMQP) hands the same `Admission` with it (`hand_over`),
 and whichever layer holds it when the socket ends gives it back. So a socket is never counted
 twice, and never stops counting while the broker still holds it.
@@ -46,33 +46,51 @@ def handshake_deadline_s(idle_timeout_s: float) -> float:
 class Admission:
     """One accepted socket's place in the count; `release` (idempotent) gives it back."""
 
-    __slots__ = ("server", "over", "released")
+    __slots__ = ("admissions", "over", "released")
 
-    def __init__(self, server: Server, over: bool):
-        self.server = server
+    def __init__(self, admissions: Admissions, over: bool):
+        self.admissions = admissions
         self.over = over  # beyond max_connections at accept: refused once its AMQP open arrives
         self.released = False
 
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.server.sockets_held -= 1
+            self.admissions.held -= 1
 
 
-def admit(server: Server, peer: str) -> Admission | None:
-    """Count a socket just accepted. None: it is past the limit and its overflow, and the
-    caller closes it now."""
-    limit = server.broker.config.server.max_connections
-    held = server.sockets_held + 1
-    if held > limit + overflow(limit):
-        log.warning("connection from %s closed at accept: %d sockets held, max_connections %d", peer,
-                    held - 1, limit)
-        return None
-    server.sockets_held = held
-    over = held > limit
-    if over:
-        log.warning("connection from %s refused: max_connections (%d) reached", peer, limit)
-    return Admission(server, over)
+class Admissions:
+    """The server's count of client sockets held, in any stage, from accept to close."""
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.held = 0
+        self._closed = 0  # closed at accept since the last log line about it
+        self._logged_at = float("-inf")
+
+    def admit(self, peer: str) -> Admission | None:
+        """Count a socket just accepted. None: it is past the limit and its overflow, and the
+        caller closes it now."""
+        limit = self.server.broker.config.server.max_connections
+        held = self.held + 1
+        if held > limit + overflow(limit):
+            self._closed_at_accept(peer, limit)
+            return None
+        self.held = held
+        over = held > limit
+        if over:
+            log.warning("connection from %s refused: max_connections (%d) reached", peer, limit)
+        return Admission(self, over)
+
+    def _closed_at_accept(self, peer: str, limit: int) -> None:
+        """One log line a second at most: a flood of sockets must not become a flood of lines."""
+        self._closed += 1
+        now = self.server.loop.time()
+        if now - self._logged_at >= 1.0:
+            log.warning("connection from %s closed at accept (%d since the last such line): %d sockets held, "
+                        "max_connections %d", peer, self._closed, self.held, limit)
+            self._logged_at = now
+            self._closed = 0
 
 
 def hand_over(protocol, transport, admission: Admission | None) -> None:

@@ -32,7 +32,7 @@ from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions
-from .admission import admit, peer_of
+from .admission import peer_of
 from .expiry import ExpiryWaits
 from .recovery import FrameTap
 from .conditions import set_condition
@@ -122,7 +122,7 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.socket = socket_transport
         self.peer = peer_of(socket_transport)
         if self.admission is None:  # accepted here: a plain AMQP listener
-            self.admission = admit(self.server, self.peer)
+            self.admission = self.server.admissions.admit(self.peer)
             if self.admission is None:  # far past max_connections: closed at accept
                 self.closed = True
                 socket_transport.abort()

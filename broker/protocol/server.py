@@ -13,6 +13,7 @@ import sys
 
 from cproton_ffi import ffi
 
+from .admission import Admissions
 from .connection import OUT_CHUNK, Connection
 from .connections_view import ConnectionsView
 from .management import ManagementEndpoint
@@ -26,8 +27,8 @@ class Server:
         self.loop = loop
         self.connections: set[Connection] = set()
         # Client sockets held in any stage (TLS handshake, WebSocket upgrade, SASL, AMQP), from
-        # accept to close: what max_connections limits (protocol/admission.py).
-        self.sockets_held = 0
+        # accept to close: what max_connections limits.
+        self.admissions = Admissions(self)
         self.management = ManagementEndpoint(broker)
         broker.management.connections = ConnectionsView(self)  # the connection list's port
         self.draining: set = set()  # consumer links that asked to drain their credit

@@ -18,7 +18,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from ..config import TlsConfig
-from .admission import Admission, admit, hand_over, handshake_deadline_s, peer_of
+from .admission import Admission, hand_over, handshake_deadline_s, peer_of
 
 if TYPE_CHECKING:
     from .server import Server
@@ -78,7 +78,7 @@ class TlsAcceptor(asyncio.Protocol):
         self.admission: Admission | None = None
 
     def connection_made(self, transport) -> None:
-        self.admission = admit(self.server, peer_of(transport))
+        self.admission = self.server.admissions.admit(peer_of(transport))
         if self.admission is None:  # far past max_connections: no handshake at all
             transport.abort()
             return

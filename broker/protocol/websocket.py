@@ -39,7 +39,7 @@ from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
 from ..config import normalize_origin
-from .admission import Admission, admit, hand_over, handshake_deadline_s, peer_of
+from .admission import Admission, hand_over, handshake_deadline_s, peer_of
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.transport = transport
         self.peer = peer_of(transport)
         if self.admission is None:  # accepted here: a ws:// listener
-            self.admission = admit(self.server, self.peer)
+            self.admission = self.server.admissions.admit(self.peer)
             if self.admission is None:  # far past max_connections: closed at accept
                 self.closing = True
                 transport.abort()
