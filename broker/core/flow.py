@@ -83,11 +83,6 @@ class FlowControl:
         if delta < 0:
             self.released()
 
-    def held(self) -> int:
-        """Every byte counted against the memory limit: messages on queues, in the journal, and
-        unfinished transfers."""
-        return self.memory_used + self.pending_bytes + self.reserved
-
     def reserve(self, nbytes: int) -> bool:
         """Count `nbytes` of something a client has not finished sending, before they are
         buffered: True, and they count until `release`d; False (nothing counted) when they
@@ -197,7 +192,7 @@ class Unfinished:
     def started(self) -> bool:
         return self._buffer is not None
 
-    def room_for(self, nbytes: int) -> bool:
+    def reserve(self, nbytes: int) -> bool:
         """Reserve `nbytes` more (True), or False when that would go over the memory limit."""
         if not self.flow.reserve(nbytes):
             return False
@@ -205,7 +200,7 @@ class Unfinished:
         return True
 
     def add(self, chunk: bytes) -> None:
-        """Buffer `chunk`, whose size `room_for` reserved."""
+        """Buffer `chunk`, whose size `reserve` counted."""
         if self._buffer is None:
             self._buffer = bytearray(chunk)
         else:

@@ -217,7 +217,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         if pending:
             if held is None:
                 held = self._partial = Unfinished(self.postoffice.flow)
-            if not held.room_for(pending):
+            if not held.reserve(pending):
                 self._over_memory(have + pending)
                 return
             held.add(receive_bytes(self.link, pending))
@@ -230,7 +230,7 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         if whole > self.max_size:
             self._too_big(whole)
             return None
-        if not held.room_for(pending):
+        if not held.reserve(pending):
             self._over_memory(whole)
             return None
         held.add(receive_bytes(self.link, pending))
