@@ -68,6 +68,35 @@ _mechanisms = _check(lambda v: isinstance(v, list) and all(
     "a list of SASL mechanisms (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN, EXTERNAL, ANONYMOUS)")
 _sync = _check(lambda v: v in ("FULL", "NORMAL", "OFF"), "one of FULL, NORMAL, OFF")
 
+_DEFAULT_PORTS = {"http": "80", "ws": "80", "https": "443", "wss": "443"}
+
+
+def normalize_origin(origin: str) -> str | None:
+    """An origin (RFC 6454: scheme://host[:port], no path) in the form compared: lower case, the
+    scheme's default port left out (browsers omit it); None when `origin` is not one."""
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or scheme not in _DEFAULT_PORTS or not rest or any(c in rest for c in "/?#@ "):
+        return None
+    host, colon, port = rest.rpartition(":") if not rest.endswith("]") else (rest, "", "")
+    if not colon:
+        host, port = rest, ""
+    if not host or (colon and not port.isdigit()):
+        return None
+    return f"{scheme}://{host}" + (f":{int(port)}" if port and port != _DEFAULT_PORTS[scheme] else "")
+
+
+def _origins(path: str, value: Any) -> tuple[str, ...]:
+    """`allowed_origins`: the web pages (origins) whose browsers may open a WebSocket to a listener."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: expected a list of origins like \"https://app.example:8443\", got {value!r}")
+    out = []
+    for v in value:
+        origin = normalize_origin(v)
+        if origin is None:
+            raise ConfigError(f"{path}: {v!r} is not an origin (scheme://host[:port], http or https, no path)")
+        out.append(origin)
+    return tuple(out)
+
 
 def _table(path: str, value: Any, schema: dict[str, Callable], defaults: dict | None = None) -> dict:
     if not isinstance(value, dict):
@@ -120,6 +149,9 @@ class ServerConfig:
     expiry_scan_ms: float = 5000
     transaction_timeout_s: float = 300  # 0: no timeout
     # [/limits]
+    # Web pages whose browsers may open a WebSocket listener (the default of every [[listener]]);
+    # an upgrade with another `Origin` is refused 403, one without `Origin` is not a browser's.
+    allowed_origins: tuple[str, ...] = ()
 
     @property
     def anycast_prefixes(self) -> tuple[str, ...]:
@@ -140,6 +172,7 @@ class ListenerConfig:
     websocket: bool = False
     max_frame_size: int = 1048576
     mechanisms: tuple[str, ...] | None = None  # None: [security] mechanisms
+    allowed_origins: tuple[str, ...] = ()  # normalized (config.normalize_origin); websocket only
 
     @property
     def scheme(self) -> str:
@@ -262,7 +295,8 @@ class Config:
         s = self.server
         return [ListenerConfig(l["name"], l.get("host", s.host), l.get("port", s.port), l.get("tls", s.tls),
                                l.get("websocket", False), l.get("max_frame_size", s.max_frame_size),
-                               tuple(l["mechanisms"]) if "mechanisms" in l else None)
+                               tuple(l["mechanisms"]) if "mechanisms" in l else None,
+                               l.get("allowed_origins", s.allowed_origins))
                 for l in self.listeners]
 
 
@@ -275,9 +309,9 @@ _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefi
            "idle_timeout_s": _number, "max_frame_size": _frame_size, "max_message_size": _positive,
            "tls": _bool, "event_loop": _check(lambda v: v in ("asyncio", "uvloop", "auto"),
                                               "one of asyncio, uvloop, auto"),
-           **_SERVER_LIMITS}
+           "allowed_origins": _origins, **_SERVER_LIMITS}
 _LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
-             "max_frame_size": _frame_size, "mechanisms": _mechanisms}
+             "max_frame_size": _frame_size, "mechanisms": _mechanisms, "allowed_origins": _origins}
 _TLS = {"cert": _str, "key": _str, "ca": _str,
         "client_certificates": _check(lambda v: v in ("none", "optional", "required"),
                                       "one of none, optional, required")}

@@ -35,7 +35,7 @@ from .security.permissions import Permissions
 log = logging.getLogger("hermod.reload")
 
 # [server] keys the listeners or the core read once at start.
-_SERVER_RESTART_KEYS = ("host", "port", "tls", "max_memory_mb", "expiry_scan_ms")
+_SERVER_RESTART_KEYS = ("host", "port", "tls", "max_memory_mb", "expiry_scan_ms", "allowed_origins")
 
 
 @dataclass

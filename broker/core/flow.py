@@ -12,8 +12,12 @@ When an address holds `max_size_bytes` or more in memory:
 - `drop`: new messages are accepted and thrown away.
 
 Over the broker-wide limit, every producer is blocked. The broker's memory counts the messages
-on queues and those in journal units not yet committed (a store slower than its producers
-must hold them back, not buffer them).
+on queues, those in journal units not yet committed (a store slower than its producers
+must hold them back, not buffer them), and what clients have sent of something not yet complete
+(a multi-frame transfer, a partial frame of any protocol): an adapter `reserve`s those bytes
+before it buffers them, and a reservation that would go over the limit is refused, so the
+adapter refuses the transfer (AMQP: its link detached with `amqp:resource-limit-exceeded`).
+`Unfinished` is that buffer with its reservation, for any adapter.
 
 The journal budget paces producers by the store: credit is granted (at attach, and as a
 producer's own units commit) only out of what is left of `JOURNAL_BUDGET_UNITS` units handed
@@ -63,6 +67,7 @@ class FlowControl:
         self.ref_overhead = REF_OVERHEAD_BYTES
         self.pending_bytes = 0  # messages in journal units not committed yet
         self.pending_units = 0  # those units
+        self.reserved = 0  # bytes of unfinished transfers held for clients (`reserve`)
         self._waiting: dict[object, Callable[[], None]] = {}  # blocked producers' resume callbacks
         self._wake_scheduled = False
 
@@ -76,6 +81,22 @@ class FlowControl:
         address.size += delta
         self.memory_used += delta + refs * self.ref_overhead
         if delta < 0:
+            self.released()
+
+    def reserve(self, nbytes: int) -> bool:
+        """Count `nbytes` of something a client has not finished sending, before they are
+        buffered: True, and they count until `release`d; False (nothing counted) when they
+        would take the broker over its memory limit: the caller refuses what they belong to."""
+        if self.memory_used + self.pending_bytes + self.reserved + nbytes > self.memory_limit:
+            return False
+        self.reserved += nbytes
+        return True
+
+    def release(self, nbytes: int) -> None:
+        """Reserved bytes are no longer held (the transfer completed, and its message is counted
+        as usual from now on, or it was aborted, or its link or connection ended)."""
+        if nbytes:
+            self.reserved -= nbytes
             self.released()
 
     @staticmethod
@@ -98,7 +119,7 @@ class FlowControl:
                 if policy == PAGE and not po.journal.durable and po.spool is None:
                     return BLOCK
                 return policy
-        if self.memory_used + self.pending_bytes >= self.memory_limit:
+        if self.memory_used + self.pending_bytes + self.reserved >= self.memory_limit:
             return BLOCK
         return None
 
@@ -149,3 +170,53 @@ class FlowControl:
         address = queue.address
         settings = self.host.settings_for(address.name)
         return (settings.address_full_policy == PAGE and 0 <= settings.max_size_bytes <= address.size)
+
+
+class Unfinished:
+    """The bytes so far of one transfer a client has not finished (a multi-frame AMQP transfer;
+    a partial frame of another protocol), counted against the memory limit while held. `add`
+    reserves before anything is buffered; `take` hands the whole out and gives the reservation
+    back (the message is counted as usual from then on); `drop` throws it away."""
+
+    __slots__ = ("flow", "_buffer", "_counted")
+
+    def __init__(self, flow: FlowControl):
+        self.flow = flow
+        self._buffer: bytearray | None = None
+        self._counted = 0
+
+    def __len__(self) -> int:
+        return self._counted
+
+    @property
+    def started(self) -> bool:
+        return self._buffer is not None
+
+    def reserve(self, nbytes: int) -> bool:
+        """Reserve `nbytes` more (True), or False when that would go over the memory limit."""
+        if not self.flow.reserve(nbytes):
+            return False
+        self._counted += nbytes
+        return True
+
+    def add(self, chunk: bytes) -> None:
+        """Buffer `chunk`, whose size `reserve` counted."""
+        if self._buffer is None:
+            self._buffer = bytearray(chunk)
+        else:
+            self._buffer += chunk
+
+    def take(self) -> bytes:
+        """The whole transfer, and the reservation given back: its message is counted as usual
+        from now on."""
+        buffer, self._buffer = self._buffer, None
+        data = bytes(buffer) if buffer is not None else b""
+        del buffer
+        self.flow.release(self._counted)
+        self._counted = 0
+        return data
+
+    def drop(self) -> None:
+        self._buffer = None
+        self.flow.release(self._counted)
+        self._counted = 0

@@ -216,7 +216,7 @@ class PostOffice(Directory):
         """No destination of `plan` is full and memory is under its limit: every verdict would
         be None (`FlowControl.verdict`), found without a lookup per address."""
         flow = self.flow
-        if flow.memory_used + flow.pending_bytes >= flow.memory_limit:
+        if flow.memory_used + flow.pending_bytes + flow.reserved >= flow.memory_limit:
             return False
         for _message, queues in plan:
             for q in queues:

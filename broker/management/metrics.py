@@ -51,8 +51,8 @@ class Snapshot:
     loop updates one at a time, so a queue's row may be a message apart between two fields
     (ready is clamped at 0), as with any scrape taken during traffic."""
 
-    __slots__ = ("node", "queues", "retired", "connection_figures", "memory_limit", "memory_used", "latency",
-                 "journal_depth", "store", "store_problem", "bridges", "resident", "open_fds")
+    __slots__ = ("node", "queues", "retired", "connection_figures", "memory_limit", "memory_used", "memory_unfinished",
+                 "latency", "journal_depth", "store", "store_problem", "bridges", "resident", "open_fds")
 
     def __init__(self, broker, connection_figures: dict):
         po = broker.postoffice
@@ -61,7 +61,9 @@ class Snapshot:
         self.retired = dict(po.retired)
         self.connection_figures = connection_figures
         self.memory_limit = po.flow.memory_limit
-        self.memory_used = po.flow.memory_used
+        # What counts against max_memory_mb: messages on queues and unfinished transfers.
+        self.memory_used = po.flow.memory_used + po.flow.reserved
+        self.memory_unfinished = po.flow.reserved
         self.latency = po.delivery_latency.snapshot()
         self.journal_depth = getattr(po, "_unconfirmed", 0)
         stats = getattr(broker.journal, "stats", None)
@@ -152,8 +154,11 @@ def text(snap: Snapshot) -> str:
     out.extend(f'hermod_connections{{listener="{_label(name)}"}} {n}' for name, n in per_listener.items())
     family("hermod_messages", "gauge", "Messages on all queues")
     add(f"hermod_messages {total_messages}")
-    family("hermod_memory_used_bytes", "gauge", "Bytes of messages held in memory")
+    family("hermod_memory_used_bytes", "gauge",
+           "Bytes held in memory for clients (messages, and transfers not yet complete), against max_memory_mb")
     add(f"hermod_memory_used_bytes {snap.memory_used}")
+    family("hermod_memory_unfinished_bytes", "gauge", "Bytes of transfers clients have not finished sending")
+    add(f"hermod_memory_unfinished_bytes {snap.memory_unfinished}")
     family("hermod_memory_limit_bytes", "gauge",
            "Memory limit for messages (max_memory_mb; default a quarter of RAM)")
     add(f"hermod_memory_limit_bytes {limit}")

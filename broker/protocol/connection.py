@@ -32,6 +32,7 @@ from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions
+from .admission import peer_of
 from .expiry import ExpiryWaits
 from .recovery import FrameTap
 from .conditions import set_condition
@@ -110,6 +111,9 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.sessions = 0  # sessions the peer began and has not ended
         self.engine_links = 0  # links the peer attached and has not detached (refused ones too)
         self.refused = False  # over max_connections: closed as soon as it is open
+        # Its place in the max_connections count (protocol/admission.py): handed over by the
+        # TLS or WebSocket layer that accepted the socket, or taken in connection_made.
+        self.admission = None
         self.tail_closed = False  # we closed the transport's input (EOF, teardown, over a limit)
         self.conn = lib.pn_connection()
         self.transport = lib.pn_transport()
@@ -118,12 +122,17 @@ class Connection(ConnectionLimits, ConnectionOutput):
     # -- asyncio Protocol -----------------------------------------------------------------------
     def connection_made(self, socket_transport) -> None:
         self.socket = socket_transport
+        self.peer = peer_of(socket_transport)
+        if self.admission is None:  # accepted here: a plain AMQP listener
+            self.admission = self.server.admissions.admit(self.peer)
+            if self.admission is None:  # far past max_connections: closed at accept
+                self.closed = True
+                socket_transport.abort()
+                return
         socket_transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         sock = socket_transport.get_extra_info("socket")
         if sock is not None and SOCKET_SEND_BUFFER:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_SEND_BUFFER)
-        peer = socket_transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         cfg = self.broker.config.server
         t = self.transport
         lib.pn_transport_set_server(t)
@@ -135,10 +144,9 @@ class Connection(ConnectionLimits, ConnectionOutput):
         lib.pn_connection_collect(self.conn, self.collector)
         lib.pn_transport_bind(t, self.conn)
         self.server.connections.add(self)
-        if len(self.server.connections) > cfg.max_connections:
-            self.refused = True  # answered with a close once the client's open arrives
-            log.warning("connection from %s refused: max_connections (%d) reached", self.peer,
-                        cfg.max_connections)
+        # Over max_connections when it was accepted (counted from accept, TLS handshake and
+        # WebSocket upgrade included): answered with a close once the client's open arrives.
+        self.refused = self.admission.over
         # Proton's idle timeout only runs once the AMQP open is exchanged: a peer that stalls in
         # the protocol header or SASL would otherwise hold the socket for ever.
         self._handshake_handle = self.server.loop.call_later(
@@ -412,6 +420,8 @@ class Connection(ConnectionLimits, ConnectionOutput):
             self.broker.auth.disconnect(self.principal)
             self.principal = None
         self.closed = True
+        if self.admission is not None:
+            self.admission.release()
         self.server.connections.discard(self)
         self.server.unmark(self)
         if self.transport is not None:

@@ -17,7 +17,7 @@ from cproton_ffi.lib import (pn_delivery_aborted, pn_delivery_partial, pn_delive
 
 from ..core import links as core_links
 from ..core.bursts import Burst
-from ..core.flow import DROP, FAIL
+from ..core.flow import DROP, FAIL, Unfinished
 from ..core.message import ANYCAST, MULTICAST, Message
 from . import codec, conditions, coordinator, recovery
 from .conditions import set_condition
@@ -68,7 +68,9 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         # Transfers taken whose outcome waits for the store: they hold credit until their unit
         # commits, so a producer can never be more than PRODUCER_CREDIT messages ahead of it.
         self.unconfirmed = 0
-        self._partial: bytearray | None = None  # the frames so far of a multi-frame transfer
+        # The frames so far of a multi-frame transfer, counted against max_memory_mb as they
+        # come (None between such transfers: the per-message path tests only that).
+        self._partial: Unfinished | None = None
         # Link recovery (protocol.recovery): a durable (`unsettled-state`) target keeps the
         # transfers it accepted unsettled until the client settles them (`held`, delivery ->
         # tag; a RecoveringProducerLink); `resumed`: tags the broker told a recovering sender
@@ -178,7 +180,9 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         while allowed > 0 and d != null:
             pending = pending_of(d)
             if pending <= 1 and pn_delivery_aborted(d):
-                self._partial = None
+                if self._partial is not None:
+                    self._partial.drop()
+                    self._partial = None
                 pn_link_advance(link)
                 pn_delivery_settle(d)
                 allowed -= 1
@@ -214,27 +218,35 @@ class ProducerLink(ProducerRoutes, LinkHandler):
 
     def _take_partial(self, pending: int) -> None:
         """Move the frames so far of a multi-frame transfer out of Proton, so its session
-        window reopens (the transfer is bounded by max_message_size)."""
-        have = len(self._partial) if self._partial is not None else 0
+        window reopens. The transfer is bounded by max_message_size, and its bytes count
+        against max_memory_mb before they are copied: one that would go over ends the link."""
+        held = self._partial
+        have = len(held) if held is not None else 0
         if have + pending > self.max_size:
             self._too_big(have + pending)
             return
         if pending:
-            chunk = receive_bytes(self.link, pending)
-            if self._partial is None:
-                self._partial = bytearray(chunk)
-            else:
-                self._partial += chunk
+            if held is None:
+                held = self._partial = Unfinished(self.postoffice.flow)
+            if not held.reserve(pending):
+                self._over_memory(have + pending)
+                return
+            held.add(receive_bytes(self.link, pending))
             self.conn.server.mark(self.conn)  # a session flow may be due
 
     def _take_rest(self, pending: int) -> bytes | None:
-        whole = len(self._partial) + pending
+        """The last frames of a multi-frame transfer: the whole message (None: refused)."""
+        held = self._partial
+        whole = len(held) + pending
         if whole > self.max_size:
             self._too_big(whole)
             return None
-        self._partial += receive_bytes(self.link, pending)
-        data, self._partial = bytes(self._partial), None
-        return data
+        if not held.reserve(pending):
+            self._over_memory(whole)
+            return None
+        held.add(receive_bytes(self.link, pending))
+        self._partial = None
+        return held.take()
 
     def _top_up_credit(self) -> None:
         """Credit back up to the window, counting the transfers still waiting for the store,
@@ -469,6 +481,13 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         self._end(conditions.MESSAGE_SIZE_EXCEEDED,
                   f"message of {size} bytes exceeds max_message_size {self.max_size}")
 
+    def _over_memory(self, size: int) -> None:
+        limit = self.postoffice.flow.memory_limit
+        log.info("transfer of %d bytes so far on %s refused: over max_memory_mb (%d bytes)", size, self.name, limit)
+        self._end(conditions.RESOURCE_LIMIT_EXCEEDED,
+                  f"transfer of {size} bytes so far would take the broker over max_memory_mb "
+                  f"({limit // (1024 * 1024)} MiB)")
+
     def _end(self, condition: str, description: str) -> None:
         self.conn.end_link(self, condition, description)
 
@@ -478,7 +497,9 @@ class ProducerLink(ProducerRoutes, LinkHandler):
 
     def on_detach(self, closed: bool, session_end: bool = False) -> None:
         self.active = False
-        self._partial = None
+        if self._partial is not None:  # an unfinished transfer goes with its link
+            self._partial.drop()
+            self._partial = None
         if self.memory_key is not None and not closed:
             # Lost, not closed: what the client had not settled is what its recovery finds.
             principal = self.conn.principal

@@ -13,6 +13,7 @@ import sys
 
 from cproton_ffi import ffi
 
+from .admission import Admissions
 from .connection import OUT_CHUNK, Connection
 from .connections_view import ConnectionsView
 from .management import ManagementEndpoint
@@ -25,6 +26,9 @@ class Server:
         self.broker = broker
         self.loop = loop
         self.connections: set[Connection] = set()
+        # Client sockets held in any stage (TLS handshake, WebSocket upgrade, SASL, AMQP), from
+        # accept to close: what max_connections limits.
+        self.admissions = Admissions(self)
         self.management = ManagementEndpoint(broker)
         broker.management.connections = ConnectionsView(self)  # the connection list's port
         self.draining: set = set()  # consumer links that asked to drain their credit
@@ -117,7 +121,7 @@ class Server:
             from .tls import TlsAcceptor
             name, inner = listener.name, make
             # The context as it is at each accept: a reload replaces it (tls.reload).
-            factory = lambda: TlsAcceptor(self.loop, self.tls_context, name, inner)  # noqa: E731
+            factory = lambda: TlsAcceptor(self, self.tls_context, name, inner)  # noqa: E731
         else:
             factory = make
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)

@@ -4,8 +4,8 @@ Each TLS connection is accepted by a `TlsAcceptor`, which runs the handshake wit
 `loop.start_tls` and only then hands the encrypted transport to a `Connection`. Doing the
 handshake here (rather than `create_server(ssl=...)`) gives every failure (plain AMQP sent to a
 TLS port, a client certificate that does not verify, a handshake the client aborts or never
-finishes) one log line naming the peer; asyncio itself logs these only in debug mode. A failure
-closes that connection only.
+finishes within the handshake deadline, protocol/admission.py) one log line naming the peer;
+asyncio itself logs these only in debug mode. A failure closes that connection only.
 
 The certificate, key and CA are read again on SIGHUP (`reload`) into a new SSLContext that the
 acceptors take for every later handshake; open connections carry on, except those whose client
@@ -16,12 +16,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from typing import TYPE_CHECKING
 
 from ..config import TlsConfig
+from .admission import Admission, hand_over, handshake_deadline_s, peer_of
+
+if TYPE_CHECKING:
+    from .server import Server
 
 log = logging.getLogger("hermod.tls")
 
-HANDSHAKE_TIMEOUT_S = 30.0
 _VERIFY = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
 
@@ -79,40 +83,53 @@ def certificate_check(cfg: TlsConfig):
 
 
 class TlsAcceptor(asyncio.Protocol):
-    """Runs one server-side TLS handshake, then hands the connection to `make()`'s protocol."""
+    """Runs one server-side TLS handshake, then hands the connection to `make()`'s protocol.
+    The socket counts toward max_connections from accept (protocol/admission.py), and the
+    handshake must finish within the handshake deadline."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ctx: ssl.SSLContext, listener_name: str, make):
-        self.loop = loop
+    def __init__(self, server: Server, ctx: ssl.SSLContext, listener_name: str, make):
+        self.server = server
+        self.loop = server.loop
         self.ctx = ctx
         self.listener_name = listener_name
         self.make = make
         self.task: asyncio.Task | None = None
         self.early: list[bytes] = []  # read after the handshake, before the hand-over
         self.eof = False
+        self.admission: Admission | None = None
 
     def connection_made(self, transport) -> None:
+        self.admission = self.server.admissions.admit(peer_of(transport))
+        if self.admission is None:  # far past max_connections: no handshake at all
+            transport.abort()
+            return
         transport.pause_reading()  # start_tls takes over the reading
         self.task = self.loop.create_task(self._handshake(transport))
 
     async def _handshake(self, transport) -> None:
-        peer = transport.get_extra_info("peername")
-        where = f"{peer[0]}:{peer[1]}" if peer else "?"
+        where = peer_of(transport)
+        admission = self.admission
+        deadline = handshake_deadline_s(self.server.broker.config.server.idle_timeout_s)
         try:
             secure = await self.loop.start_tls(transport, self, self.ctx, server_side=True,
-                                               ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
+                                               ssl_handshake_timeout=deadline)
         except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as e:
             log.warning("TLS handshake with %s on listener %s failed: %s", where, self.listener_name,
                         e or type(e).__name__)
             transport.abort()
+            admission.release()
             return
         if secure is None:  # the client went away during the handshake
             log.warning("TLS handshake with %s on listener %s aborted by the client", where, self.listener_name)
+            admission.release()
             return
         if secure.is_closing():
+            admission.release()
             return
+        self.admission = None  # the next layer holds the socket's place now
         protocol = self.make()
         secure.set_protocol(protocol)
-        protocol.connection_made(secure)
+        hand_over(protocol, secure, admission)
         for data in self.early:
             protocol.data_received(data)
         self.early.clear()
@@ -127,4 +144,7 @@ class TlsAcceptor(asyncio.Protocol):
         return True
 
     def connection_lost(self, exc) -> None:
-        pass  # a handshake that fails raises in _handshake, which logs it
+        # A handshake that fails raises in _handshake, which logs it; a socket lost before the
+        # hand-over gives its place back here too (release is idempotent).
+        if self.admission is not None:
+            self.admission.release()

@@ -11,7 +11,9 @@ Connection limits, heartbeats, the SASL gate and the audit log are therefore the
 
 Bounds, each of which closes that connection only, with one log line:
 - the upgrade request head: at most MAX_UPGRADE_HEAD bytes, and complete within the handshake
-  deadline (the idle timeout, as for the AMQP open);
+  deadline (protocol/admission.py: 5 s, or the idle timeout when shorter); the socket counts
+  toward max_connections from accept, upgraded or not;
+- an upgrade whose `Origin` is present and not in the listener's `allowed_origins` gets a 403;
 - a WebSocket frame: at most the listener's max_frame_size plus FRAME_SLACK payload bytes (a
   client may put a few AMQP frames in one WebSocket frame, never megabytes on a 512-byte
   listener), judged on the frame's header before any of its payload is read (`FrameLimit`).
@@ -36,6 +38,8 @@ from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Mes
 from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
+from ..config import normalize_origin
+from .admission import Admission, hand_over, handshake_deadline_s, peer_of
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -47,7 +51,7 @@ SUBPROTOCOL = "amqp"
 MAX_UPGRADE_HEAD = 16 * 1024
 FRAME_SLACK = 64 * 1024
 CLOSE_REPLY_WAIT_S = 5.0  # after our close frame, how long the client has to answer with its own
-_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
+_REASONS = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}
 _METHOD_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DATA_OPCODES = (Opcode.BINARY, Opcode.TEXT, Opcode.CONTINUATION)
 
@@ -128,14 +132,22 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.frame_limit = FrameLimit(listener.max_frame_size + FRAME_SLACK)
         self.closing = False
         self._deadline = None
+        # The socket's place in the max_connections count (protocol/admission.py): handed over
+        # by the TLS layer (wss) or taken at accept; the AMQP Connection holds it once upgraded.
+        self.admission: Admission | None = None
 
     # -- asyncio Protocol -----------------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        idle = self.server.broker.config.server.idle_timeout_s
-        self._deadline = self.server.loop.call_later(idle if idle > 0 else 30.0, self._upgrade_deadline)
+        self.peer = peer_of(transport)
+        if self.admission is None:  # accepted here: a ws:// listener
+            self.admission = self.server.admissions.admit(self.peer)
+            if self.admission is None:  # far past max_connections: closed at accept
+                self.closing = True
+                transport.abort()
+                return
+        deadline = handshake_deadline_s(self.server.broker.config.server.idle_timeout_s)
+        self._deadline = self.server.loop.call_later(deadline, self._upgrade_deadline)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -177,7 +189,9 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.closing = True
         self._cancel_deadline()
         if self.conn is not None:
-            self.conn.connection_lost(exc)
+            self.conn.connection_lost(exc)  # which gives the socket's place back
+        elif self.admission is not None:
+            self.admission.release()
 
     def pause_writing(self) -> None:
         if self.conn is not None:
@@ -189,6 +203,10 @@ class WebSocketAcceptor(asyncio.Protocol):
 
     # -- the upgrade ----------------------------------------------------------------------------
     def _on_upgrade(self, request: Request) -> None:
+        refused_origin = self._foreign_origin(request)
+        if refused_origin is not None:
+            self._refuse(403, f"origin {refused_origin!r} is not in the listener's allowed_origins")
+            return
         if SUBPROTOCOL not in request.subprotocols:
             offered = ", ".join(request.subprotocols) or "none"
             self._refuse(400, f"upgrade offers no subprotocol {SUBPROTOCOL!r} (offered: {offered})")
@@ -198,7 +216,22 @@ class WebSocketAcceptor(asyncio.Protocol):
         log.debug("websocket upgrade from %s on listener %s, path %s", self.peer, self.listener.name,
                   request.target)
         self.conn = Connection(self.server, self.listener)
-        self.conn.connection_made(WebSocketChannel(self))
+        admission, self.admission = self.admission, None
+        hand_over(self.conn, WebSocketChannel(self), admission)
+
+    def _foreign_origin(self, request: Request) -> str | None:
+        """The request's `Origin` when it is there and not one the listener allows (else None).
+        A browser always sends `Origin` on a WebSocket upgrade, and lets any page open one to
+        any host: without this check a page the user merely visits could drive the broker with
+        the user's network position (and anonymous login). A client that is no browser sends
+        no `Origin` and is served; several `Origin` headers are refused unless each is allowed."""
+        allowed = self.listener.allowed_origins
+        for name, value in request.extra_headers:
+            if name.lower() == b"origin":
+                origin = value.decode("latin-1")
+                if normalize_origin(origin) not in allowed:
+                    return origin
+        return None
 
     def _method_plausible(self, data: bytes) -> bool:
         """The head starts with an HTTP method (capital letters) and a space: anything else (an

@@ -29,14 +29,16 @@ class WsRefused(Exception):
 
 class WsSocket:
     def __init__(self, raw: socket.socket, host: str = "localhost", path: str = "/",
-                 subprotocols=("amqp",), timeout: float = 10):
+                 subprotocols=("amqp",), timeout: float = 10, headers: dict | None = None):
         self.raw = raw
         self.ws = WSConnection(ConnectionType.CLIENT)
         self.pending = bytearray()  # binary payload received, not yet returned by recv
         self.closed_by_peer: CloseConnection | None = None
         self.timeout = timeout
         raw.settimeout(timeout)
-        raw.sendall(self.ws.send(Request(host=host, target=path, subprotocols=list(subprotocols))))
+        extra = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]  # e.g. a browser's Origin
+        raw.sendall(self.ws.send(Request(host=host, target=path, subprotocols=list(subprotocols),
+                                         extra_headers=extra)))
         status, body = None, b""
         while status is None:
             data = raw.recv(65536)
@@ -67,12 +69,12 @@ class WsSocket:
 
     @classmethod
     def connect(cls, address: str, path: str = "/", subprotocols=("amqp",), tls: ssl.SSLContext | None = None,
-                timeout: float = 10) -> WsSocket:
+                timeout: float = 10, headers: dict | None = None) -> WsSocket:
         host, port = address.rsplit(":", 1)
         raw = socket.create_connection((host, int(port)), timeout=timeout)
         if tls is not None:
             raw = tls.wrap_socket(raw, server_hostname=host)
-        return cls(raw, host, path, subprotocols, timeout)
+        return cls(raw, host, path, subprotocols, timeout, headers)
 
     def _on_event(self, event) -> None:
         if isinstance(event, BytesMessage):
