@@ -22,7 +22,10 @@ import re
 from .errors import StompError
 from .frames import CLIENT_COMMANDS, HEARTBEAT, UNESCAPED_COMMANDS, Frame, Heartbeat, Limits
 
-_EOLS = re.compile(rb"(?:\r?\n)+")
+# A run of EOLs between frames. A character class, not `(?:\r?\n)+`: a repeated group costs the
+# regex engine memory per repetition, and a heart-beat flood must not. A stray CR in the run is
+# tolerated; each LF counts as one heart-beat.
+_EOLS = re.compile(rb"[\r\n]+")
 _ESCAPE = re.compile(r"\\(.?)", re.S)
 _UNESCAPE_11 = {"n": "\n", "c": ":", "\\": "\\"}
 _UNESCAPE_12 = {**_UNESCAPE_11, "r": "\r"}
@@ -103,13 +106,14 @@ class FrameParser:
             if self._phase == _IDLE:
                 m = _EOLS.match(buf, self._pos)
                 if m is not None:
-                    self.heartbeats += m.group().count(b"\n")
-                    if not out or out[-1] is not HEARTBEAT:
-                        out.append(HEARTBEAT)
+                    beats = buf.count(b"\n", self._pos, m.end())
+                    if beats:
+                        self.heartbeats += beats
+                        if not out or out[-1] is not HEARTBEAT:
+                            out.append(HEARTBEAT)
                     self._pos = m.end()
-                rest = len(buf) - self._pos
-                if rest == 0 or (rest == 1 and buf[self._pos] == 13):
-                    return  # nothing, or a CR whose LF has not arrived
+                if self._pos == len(buf):
+                    return
                 self._phase = _HEAD
                 self._start = self._pos
                 self._command = ""
