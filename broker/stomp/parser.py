@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from .errors import StompError
-from .frames import CLIENT_COMMANDS, HEARTBEAT, UNESCAPED_COMMANDS, Frame, Heartbeat, Limits
+from .frames import CLIENT_COMMANDS, CONNECT_COMMANDS, HEARTBEAT, UNESCAPED_COMMANDS, Frame, Heartbeat, Limits
 
 # A run of EOLs between frames. A character class, not `(?:\r?\n)+`: a repeated group costs the
 # regex engine memory per repetition, and a heart-beat flood must not. A stray CR in the run is
@@ -53,13 +53,17 @@ def _shown(raw: str | bytes | bytearray, limit: int = 40) -> str:
 
 class FrameParser:
     """One connection's inbound side. `version` is None until the adapter has negotiated it (the
-    CONNECT frame is parsed without it), then "1.0", "1.1" or "1.2". After a `StompError` the
-    stream is out of step: the connection must be closed, the parser not fed again."""
+    CONNECT frame is parsed without it), then "1.0", "1.1" or "1.2". While it is None, parsing
+    stops after a CONNECT (or STOMP) frame, because frames a client pipelines behind it are
+    escaped per the version still to be negotiated: set `version`, then `feed(b"")` parses what
+    was held. After a `StompError` the stream is out of step: the connection must be closed, the
+    parser not fed again."""
 
     def __init__(self, limits: Limits | None = None, version: str | None = None,
                  commands: frozenset[str] = CLIENT_COMMANDS) -> None:
         self.limits = limits or Limits()
-        self.version = version
+        self._version = version
+        self._held = False  # a CONNECT was parsed before the version was known
         self.commands = commands
         self.heartbeats = 0
         self._buf = bytearray()
@@ -73,6 +77,16 @@ class FrameParser:
         self._body = 0
         self._scan = 0
 
+    @property
+    def version(self) -> str | None:
+        return self._version
+
+    @version.setter
+    def version(self, version: str | None) -> None:
+        self._version = version
+        if version is not None:
+            self._held = False
+
     def buffered(self) -> int:
         """Bytes held for an incomplete frame."""
         return len(self._buf) - self._pos
@@ -84,6 +98,9 @@ class FrameParser:
         out: list[Frame | Heartbeat] = []
         view = memoryview(data)
         step = min(CHUNK, max(1, self.limits.max_frame_size))
+        if not view:
+            self._parse(out)
+            self._compact()
         for offset in range(0, len(view), step):
             self._buf += view[offset:offset + step]
             self._parse(out)
@@ -103,6 +120,10 @@ class FrameParser:
         buf = self._buf
         limits = self.limits
         while True:
+            if self._held:
+                if len(buf) - self._pos > limits.max_frame_size:
+                    raise StompError("more than a frame's worth of bytes sent before CONNECTED")
+                return
             if self._phase == _IDLE:
                 m = _EOLS.match(buf, self._pos)
                 if m is not None:
@@ -159,6 +180,8 @@ class FrameParser:
                 out.append(Frame(self._command, tuple(self._headers), bytes(buf[self._body:end]), self._first))
                 self._pos = end + 1
                 self._phase = _IDLE
+                if self._version is None and self._command in CONNECT_COMMANDS:
+                    self._held = True
 
     def _line_too_long(self, buf: bytearray, pos: int, bound: int) -> None:
         what = "header line" if self._command else "command line"

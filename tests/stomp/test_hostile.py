@@ -181,7 +181,7 @@ pieces = st.sampled_from([b"SEND", b"CONNECT", b"MESSAGE", b"\n", b"\r\n", b"\r"
                           b"\xc3\xa9", b"destination:/queue/a", b"x" * 300])
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(parts=st.lists(st.one_of(pieces, st.binary(max_size=20)), max_size=40),
        version=st.sampled_from([None, "1.0", "1.1", "1.2"]),
        cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=6))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermod.broker.stomp import ALL_COMMANDS, HEARTBEAT, Frame, FrameParser, StompError
+from hermod.broker.stomp import ALL_COMMANDS, HEARTBEAT, Frame, FrameParser, Limits, StompError
 
 
 def parse(data: bytes, version: str | None = "1.2", commands=ALL_COMMANDS) -> list:
@@ -209,3 +209,24 @@ def test_partial_frame_is_kept_across_feeds():
     [frame] = p.feed(b"\x00")
     assert frame.body == b"ab\x00d" and frame.header("destination") == "/queue/a"
     assert p.buffered() == 0
+
+
+# --- frames pipelined behind CONNECT wait for the negotiated version -------------------------
+
+def test_frames_behind_connect_are_held_until_the_version_is_set():
+    p = FrameParser()
+    out = p.feed(b"STOMP\naccept-version:1.2\n\n\x00SEND\ndestination:/queue/a\\cb\n\n\x00")
+    assert [f.command for f in out] == ["STOMP"]
+    assert p.feed(b"\n") == []  # still held: the adapter has not answered the CONNECT yet
+    p.version = "1.2"
+    out = p.feed(b"")
+    assert [(f.command, f.header("destination")) for f in out if f is not HEARTBEAT] == [("SEND", "/queue/a:b")]
+    assert p.heartbeats == 1
+
+
+def test_a_held_parser_does_not_buffer_without_bound():
+    p = FrameParser(Limits(max_frame_size=1000))
+    p.feed(b"CONNECT\n\n\x00")
+    p.feed(b"x" * 1000)
+    with pytest.raises(StompError, match="before CONNECTED"):
+        p.feed(b"x")
