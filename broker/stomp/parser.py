@@ -32,7 +32,7 @@ _UNESCAPE_12 = {**_UNESCAPE_11, "r": "\r"}
 _DIGITS = re.compile(rb"[0-9]+")
 
 _IDLE, _HEAD, _BODY = 0, 1, 2
-CHUNK = 65536  # bytes appended to the buffer per parsing step (bounds the buffer above a limit)
+CHUNK = 65536  # at most this many bytes are appended to the buffer per parsing step
 
 
 def _unescape(text: str, table: dict[str, str]) -> str:
@@ -97,12 +97,16 @@ class FrameParser:
         `self.heartbeats`). Raises `StompError` on malformed input or a limit crossed."""
         out: list[Frame | Heartbeat] = []
         view = memoryview(data)
-        step = min(CHUNK, max(1, self.limits.max_frame_size))
         if not view:
             self._parse(out)
             self._compact()
-        for offset in range(0, len(view), step):
-            self._buf += view[offset:offset + step]
+        offset, size, limit = 0, len(view), self.limits.max_frame_size
+        while offset < size:
+            # Never more than the current frame may still grow by (+1, to see it cross the limit).
+            held = len(self._buf) - (self._start if self._phase != _IDLE else 0)
+            take = max(1, min(CHUNK, limit + 1 - held))
+            self._buf += view[offset:offset + take]
+            offset += take
             self._parse(out)
             self._compact()
         return out

@@ -88,8 +88,15 @@ def test_body_longer_than_content_length_is_an_error():
         FrameParser(SMALL, "1.2").feed(b"SEND\ndestination:/queue/a\ncontent-length:1\n\nab\x00")
 
 
-@pytest.mark.parametrize("garbage", [b"\xff" * (10 * MIB), os.urandom(10 * MIB), b"\n" * 100 + b"A" * (10 * MIB)])
-def test_ten_mib_of_garbage_keeps_the_buffer_under_the_limit(garbage):
+GARBAGE = {"ff": lambda: b"\xff" * (10 * MIB), "random": lambda: os.urandom(10 * MIB),
+           "beats-then-letters": lambda: b"\n" * 100 + b"A" * (10 * MIB),
+           "endless-header": lambda: b"SEND\nh:" + b"v" * (10 * MIB),
+           "endless-body": lambda: b"SEND\n\n" + b"v" * (10 * MIB)}
+
+
+@pytest.mark.parametrize("kind", sorted(GARBAGE))
+def test_ten_mib_of_garbage_keeps_the_buffer_under_the_limit(kind):
+    garbage = GARBAGE[kind]()
     parser = FrameParser(SMALL)
 
     def feed():
@@ -97,8 +104,8 @@ def test_ten_mib_of_garbage_keeps_the_buffer_under_the_limit(garbage):
             for i in range(0, len(garbage), 65536):
                 parser.feed(garbage[i:i + 65536])
 
-    assert peak_while(feed) < MIB
-    assert parser.buffered() < MIB
+    assert peak_while(feed) < MIB * 5 // 4  # the buffer, with a bytearray's spare capacity
+    assert parser.buffered() <= MIB + 1
 
 
 def test_a_single_huge_feed_is_buffered_in_steps_not_whole():
@@ -109,7 +116,7 @@ def test_a_single_huge_feed_is_buffered_in_steps_not_whole():
         with pytest.raises(StompError, match="frame larger"):
             parser.feed(garbage)
 
-    assert peak_while(feed) < 3 * MIB
+    assert peak_while(feed) < MIB * 5 // 4
 
 
 def test_heart_beat_flood_stays_bounded():
