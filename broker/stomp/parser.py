@@ -209,7 +209,7 @@ class FrameParser:
         lines = block.split(b"\n")
         if len(lines) - 1 > limits.max_headers or len(lines[0]) > limits.max_command_line:
             return False
-        if len(lines) > 1 and max(map(len, lines)) > limits.max_header_line:
+        if len(block) > limits.max_header_line and max(map(len, lines)) > limits.max_header_line:
             return False
         try:
             command, *rest = block.decode().split("\n")
