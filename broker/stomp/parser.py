@@ -8,7 +8,8 @@ the frame is buffered than it allows: a line without an EOL, a frame without a N
 
 Choices where the specification leaves room (STOMP 1.0 says little):
 - EOL is LF or CR LF in every version (1.2 defines CR LF; 1.0 and 1.1 clients typed in a terminal
-  send it too, and a 1.1 value cannot end in CR anyway: 1.1 has no escape for it).
+  send it too, and a 1.1 value cannot end in CR anyway: 1.1 has no escape for it). Between
+  frames a stray CR is skipped with the EOLs; each LF there is one heart-beat.
 - Headers are escaped in 1.1 and 1.2 only, never in CONNECT, STOMP and CONNECTED; before the
   version is negotiated (`version=None`) nothing is unescaped, which is right for CONNECT.
 - Header names and values must be UTF-8; values are not trimmed (whitespace is part of them).

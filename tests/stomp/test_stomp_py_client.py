@@ -6,11 +6,10 @@ transport stub that keeps the bytes, as its socket transport would send them (`c
 from __future__ import annotations
 
 import pytest
+import stomp.protocol as stomp_protocol  # stomp.py, in the `test` extra: a missing install fails here
+import stomp.utils as stomp_utils
 
-stomp_utils = pytest.importorskip("stomp.utils")
-stomp_protocol = pytest.importorskip("stomp.protocol")
-
-from hermod.broker.stomp import HEARTBEAT, FrameParser, encode_frame, negotiate_version  # noqa: E402
+from hermod.broker.stomp import HEARTBEAT, FrameParser, encode_frame, negotiate_version
 
 
 class Wire:
