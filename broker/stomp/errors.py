@@ -6,7 +6,13 @@ from __future__ import annotations
 
 
 class StompError(Exception):
-    """Bytes that are not a valid STOMP frame, or a header value the broker cannot accept."""
+    """Bytes that are not a valid STOMP frame, or a header value the broker cannot accept.
+
+    From `FrameParser.feed`, `frames` holds what the same feed completed before the bad bytes
+    (frames and heart-beats, in order): valid frames a client pipelined ahead of its mistake are
+    the adapter's to process before it sends the ERROR frame."""
+
+    frames: list = []  # set per instance by the parser; this class value is never mutated
 
 
 class UnsupportedVersion(StompError):

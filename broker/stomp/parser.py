@@ -95,21 +95,26 @@ class FrameParser:
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | Heartbeat]:
         """Parse `data`; return the frames it completes, in order, with `HEARTBEAT` where one or
         more EOLs came between frames (a run of them counts once in the list, each in
-        `self.heartbeats`). Raises `StompError` on malformed input or a limit crossed."""
+        `self.heartbeats`). Raises `StompError` on malformed input or a limit crossed; its
+        `frames` are those this call completed before the bad bytes."""
         out: list[Frame | Heartbeat] = []
         view = memoryview(data)
-        if not view:
-            self._parse(out)
-            self._compact()
-        offset, size, limit = 0, len(view), self.limits.max_frame_size
-        while offset < size:
-            # Never more than the current frame may still grow by (+1, to see it cross the limit).
-            held = len(self._buf) - (self._start if self._phase != _IDLE else 0)
-            take = max(1, min(CHUNK, limit + 1 - held))
-            self._buf += view[offset:offset + take]
-            offset += take
-            self._parse(out)
-            self._compact()
+        try:
+            if not view:
+                self._parse(out)
+                self._compact()
+            offset, size, limit = 0, len(view), self.limits.max_frame_size
+            while offset < size:
+                # Never more than the current frame may still grow by (+1, to see it cross the limit).
+                held = len(self._buf) - (self._start if self._phase != _IDLE else 0)
+                take = max(1, min(CHUNK, limit + 1 - held))
+                self._buf += view[offset:offset + take]
+                offset += take
+                self._parse(out)
+                self._compact()
+        except StompError as e:
+            e.frames = out
+            raise
         return out
 
     def _compact(self) -> None:
@@ -238,7 +243,7 @@ class FrameParser:
 
     def _line_too_long(self, buf: bytearray, pos: int, bound: int) -> None:
         what = "header line" if self._command else "command line"
-        raise StompError(f"{what} longer than {bound} bytes (starts {_shown(buf[pos:pos + 40])})")
+        raise StompError(f"{what} longer than {bound} bytes (starts {_shown(buf[pos:pos + min(40, bound + 2)])})")
 
     def _check_size(self, end: int) -> None:
         if end - self._start > self.limits.max_frame_size:

@@ -201,3 +201,32 @@ def test_fuzz_structured(parts, version, cuts):
 def test_fuzz_random_bytes(data, version):
     fuzz_once(data, version, [])
     fuzz_once(b"SEND\n" + data, version, [3, 9])
+
+
+# --- frames ahead of the bad bytes are not lost -------------------------------------------------
+
+def test_frames_completed_before_an_error_come_with_it():
+    p = FrameParser(SMALL, "1.2")
+    good = b"SEND\ndestination:/queue/a\nreceipt:r1\n\nok\x00\n"
+    with pytest.raises(StompError, match="unknown command") as e:
+        p.feed(good + b"BOGUS\n\n\x00")
+    frames = [f for f in e.value.frames if f is not HEARTBEAT]
+    assert [(f.command, f.header("receipt"), f.body) for f in frames] == [("SEND", "r1", b"ok")]
+
+
+def outcome(data: bytes, piece: int | None):
+    parser = FrameParser(Limits(max_frame_size=2048, max_header_line=128, max_headers=8, max_command_line=16), "1.2")
+    frames = []
+    try:
+        for i in range(0, len(data), piece or max(1, len(data))):
+            frames += parser.feed(data[i:i + (piece or len(data))])
+    except StompError as e:
+        return [f for f in frames + e.frames if f is not HEARTBEAT], str(e)
+    return [f for f in frames if f is not HEARTBEAT], None
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.one_of(pieces, st.binary(max_size=10)), max_size=30))
+def test_byte_at_a_time_equals_whole_for_any_input(parts):
+    data = b"".join(parts)
+    assert outcome(data, 1) == outcome(data, None)
