@@ -92,7 +92,7 @@ test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-de
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
 # codecs, permissions; no PostgreSQL, browser, Java or npm needed.
-FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) tests/security/test_permissions.py
+FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) $(wildcard tests/stomp) tests/security/test_permissions.py
 test-fast: $(TEST_STAMP) check
 	$(VENV)/bin/pytest -q -x $(FAST_TESTS)
 
