@@ -255,6 +255,8 @@ def _decode_subscribe(body: bytes, version: int) -> Subscribe:
 
 def _decode_suback(body: bytes, version: int) -> SubAck:
     packet_id, pos = read_u16(body, 0)
+    if not packet_id:
+        raise malformed("packet identifier 0")
     props = EMPTY
     allowed = _V3_SUBACK_RETURNS
     if version == MQTT_5:
@@ -283,6 +285,8 @@ def _decode_unsubscribe(body: bytes, version: int) -> Unsubscribe:
 
 def _decode_unsuback(body: bytes, version: int) -> UnsubAck:
     packet_id, pos = read_u16(body, 0)
+    if not packet_id:
+        raise malformed("packet identifier 0")
     if version != MQTT_5:
         _done(body, pos)
         return UnsubAck(packet_id)

@@ -6,8 +6,9 @@ checked against the caller's maximum as soon as the remaining length is known, b
 body is kept: the contract's `max_message_size` and the MQTT 5 Maximum Packet Size both bound the
 whole packet. Work is O(bytes): the buffer is consumed by offset and compacted once per feed.
 
-The reader is the server side's: a CONNECT fixes the protocol level of what follows (`version`);
-a client sets `version` itself. An error carries in `packets` the complete packets that came
+Without a `version` the reader is the server side's: the first packet must be a CONNECT (anything
+else is refused at its fixed header), and the CONNECT fixes the protocol level of what follows; a
+client gives `version` itself. An error carries in `packets` the complete packets that came
 before the bad one in the same feed (the adapter handles them, then closes); after an error the
 reader refuses further input.
 """
@@ -60,6 +61,8 @@ class PacketReader:
                 if length < 0:
                     break  # the remaining length is still arriving
                 header = i - pos
+                if self.version is None and buf[pos] >> 4 != 1:
+                    raise MqttError(PROTOCOL_ERROR, "the first packet is not a CONNECT")
                 total = header + length
                 if total > self.max_packet_size:
                     raise MqttError(PACKET_TOO_LARGE,

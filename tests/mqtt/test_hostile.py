@@ -165,3 +165,15 @@ def test_fuzzed_bodies_behind_valid_headers_raise_only_mqtt_errors(body, kind, v
                 encode(packet, version)  # whatever decoded re-encodes
         except MqttError:
             pass
+
+
+def test_a_first_packet_other_than_connect_is_refused_at_its_fixed_header():
+    reader = PacketReader(1 << 20)
+    with pytest.raises(MqttError) as info:
+        reader.feed(b"\x30\xff\xff\x3f")  # a 1 MB PUBLISH header before any CONNECT
+    assert info.value.reason_code == 0x82 and reader.buffered == 0
+
+
+def test_packet_identifier_zero_on_suback_and_unsuback_is_malformed():
+    assert fails(b"\x90\x04\x00\x00\x00\x00").reason_code == 0x81
+    assert fails(b"\xb0\x02\x00\x00", MQTT_3_1_1).reason_code == 0x81
