@@ -32,11 +32,17 @@ class PacketReader:
         """Bytes held for an incomplete packet (bounded by the maximum packet size)."""
         return len(self._buffer)
 
-    def feed(self, data: bytes) -> list[Packet]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Packet]:
         if self._failed is not None:
             raise self._failed
-        buf = self._buffer
-        buf += data
+        # Whole packets are cut straight from `data` (one copy per body); only an incomplete
+        # tail is kept in the buffer, to which the next feed appends.
+        buf: bytes | bytearray
+        if self._buffer:
+            buf = self._buffer
+            buf += data
+        else:
+            buf = data if isinstance(data, bytes) else bytes(data)
         packets: list[Packet] = []
         pos = 0
         end = len(buf)
@@ -72,7 +78,7 @@ class PacketReader:
                 if end - i < length:
                     break
                 first = buf[pos]
-                body = bytes(buf[i:i + length])
+                body = buf[i:i + length] if isinstance(buf, bytes) else bytes(buf[i:i + length])
                 pos = i + length
                 version = self.version
                 packet = decode(first, body, version if version is not None else 4)
@@ -89,6 +95,9 @@ class PacketReader:
             self._failed = e
             self._buffer = bytearray()
             raise
-        if pos:
-            del buf[:pos]
+        if buf is self._buffer:
+            if pos:
+                del self._buffer[:pos]
+        elif pos < len(buf):
+            self._buffer = bytearray(buf[pos:])
         return packets
