@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix
+.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -56,6 +56,15 @@ openwire-java:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libactivemq-java libgeronimo-jms-1.1-spec-java openjdk-17-jdk-headless >/dev/null; \
 	fi
 
+# Mosquitto 2.0 for the MQTT golden packets (tests/mqtt: paho-mqtt talks to it through a
+# recording proxy), where missing. The package's own service is not used.
+mqtt-deps:
+	@if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then \
+		echo "installing mosquitto for the MQTT tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+			apt-get install -y -qq --no-install-recommends mosquitto >/dev/null; \
+	fi
+
 # Headless Chromium and its WebDriver for the console tests (tests/console), where missing.
 console-deps:
 	@if ! command -v chromedriver >/dev/null 2>&1 || ! [ -x /usr/bin/chromium ]; then \
@@ -87,12 +96,12 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps
+test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps
 	$(VENV)/bin/pytest -q
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
 # codecs, permissions; no PostgreSQL, browser, Java or npm needed.
-FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) $(wildcard tests/stomp) tests/security/test_permissions.py
+FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) $(wildcard tests/stomp) $(wildcard tests/mqtt) tests/security/test_permissions.py
 test-fast: $(TEST_STAMP) check
 	$(VENV)/bin/pytest -q -x $(FAST_TESTS)
 
