@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .core.settings import FULL_POLICIES, ROUTING_TYPES, SETTING_NAMES
+from .frontdoor.detect import PROTOCOLS
 
 DEFAULT_STORE_URL = "sqlite:///hermod-data/hermod.db"
 DEFAULT_HTTP_PORT = 8161
@@ -152,6 +153,10 @@ class ServerConfig:
     # Web pages whose browsers may open a WebSocket listener (the default of every [[listener]]);
     # an upgrade with another `Origin` is refused 403, one without `Origin` is not a browser's.
     allowed_origins: tuple[str, ...] = ()
+    # The protocols every listener detects from a connection's first bytes (frontdoor/detect.py),
+    # and how long a connection may take to send enough of them.
+    protocols: tuple[str, ...] = PROTOCOLS
+    detect_timeout_ms: float = 5000
 
     @property
     def anycast_prefixes(self) -> tuple[str, ...]:
@@ -173,10 +178,18 @@ class ListenerConfig:
     max_frame_size: int = 1048576
     mechanisms: tuple[str, ...] | None = None  # None: [security] mechanisms
     allowed_origins: tuple[str, ...] = ()  # normalized (config.normalize_origin); websocket only
+    protocols: tuple[str, ...] = PROTOCOLS
+    detect_timeout_ms: float = 5000
 
     @property
     def scheme(self) -> str:
-        return ("wss" if self.tls else "ws") if self.websocket else ("amqps" if self.tls else "amqp")
+        """The readiness line's scheme: AMQP's where the listener speaks it, else its first
+        protocol's (`openwire`, `stomp`, `mqtt`; `+tls` appended for TLS)."""
+        if self.websocket:
+            return "wss" if self.tls else "ws"
+        if "amqp" in self.protocols:
+            return "amqps" if self.tls else "amqp"
+        return self.protocols[0] + ("+tls" if self.tls else "")
 
 
 @dataclass(frozen=True)
@@ -288,7 +301,8 @@ class Config:
 
     def main_listener(self) -> ListenerConfig:
         s = self.server
-        return ListenerConfig("main", s.host, s.port, s.tls, False, s.max_frame_size, None)
+        return ListenerConfig("main", s.host, s.port, s.tls, False, s.max_frame_size, None,
+                              protocols=s.protocols, detect_timeout_ms=s.detect_timeout_ms)
 
     def extra_listeners(self) -> list[ListenerConfig]:
         """Every key a [[listener]] does not set is taken from [server]."""
@@ -296,12 +310,19 @@ class Config:
         return [ListenerConfig(l["name"], l.get("host", s.host), l.get("port", s.port), l.get("tls", s.tls),
                                l.get("websocket", False), l.get("max_frame_size", s.max_frame_size),
                                tuple(l["mechanisms"]) if "mechanisms" in l else None,
-                               l.get("allowed_origins", s.allowed_origins))
+                               l.get("allowed_origins", s.allowed_origins),
+                               tuple(l.get("protocols", s.protocols)), l.get("detect_timeout_ms", s.detect_timeout_ms))
                 for l in self.listeners]
 
 
 _above_zero = _check(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
                      "a number above 0")
+_protocol_list = _check(lambda v: isinstance(v, list) and v and all(p in PROTOCOLS for p in v) and len(set(v)) == len(v),
+                        'a non-empty list of "amqp", "openwire", "stomp", "mqtt" (each once)')
+
+
+def _protocols(path: str, value: Any) -> tuple[str, ...]:
+    return tuple(_protocol_list(path, value))
 _SERVER_LIMITS = {"max_connections": _positive, "max_sessions_per_connection": _positive,
                   "max_links_per_connection": _positive, "max_memory_mb": _positive,
                   "expiry_scan_ms": _above_zero, "transaction_timeout_s": _number}
@@ -309,9 +330,10 @@ _SERVER = {"host": _str, "port": _port, "anycast_prefix": _str, "multicast_prefi
            "idle_timeout_s": _number, "max_frame_size": _frame_size, "max_message_size": _positive,
            "tls": _bool, "event_loop": _check(lambda v: v in ("asyncio", "uvloop", "auto"),
                                               "one of asyncio, uvloop, auto"),
-           "allowed_origins": _origins, **_SERVER_LIMITS}
+           "allowed_origins": _origins, "protocols": _protocols, "detect_timeout_ms": _above_zero, **_SERVER_LIMITS}
 _LISTENER = {"name": _str, "host": _str, "port": _port, "tls": _bool, "websocket": _bool,
-             "max_frame_size": _frame_size, "mechanisms": _mechanisms, "allowed_origins": _origins}
+             "max_frame_size": _frame_size, "mechanisms": _mechanisms, "allowed_origins": _origins,
+             "protocols": _protocols, "detect_timeout_ms": _above_zero}
 _TLS = {"cert": _str, "key": _str, "ca": _str,
         "client_certificates": _check(lambda v: v in ("none", "optional", "required"),
                                       "one of none, optional, required")}

@@ -32,7 +32,7 @@ from .binding import PropertyDict, SymbolList, obj2dat, symbol
 
 from .. import __version__
 from . import conditions
-from .admission import peer_of
+from ..frontdoor.admission import peer_of
 from .expiry import ExpiryWaits
 from .recovery import FrameTap
 from .conditions import set_condition
@@ -111,7 +111,7 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.sessions = 0  # sessions the peer began and has not ended
         self.engine_links = 0  # links the peer attached and has not detached (refused ones too)
         self.refused = False  # over max_connections: closed as soon as it is open
-        # Its place in the max_connections count (protocol/admission.py): handed over by the
+        # Its place in the max_connections count (frontdoor/admission.py): handed over by the
         # TLS or WebSocket layer that accepted the socket, or taken in connection_made.
         self.admission = None
         self.tail_closed = False  # we closed the transport's input (EOF, teardown, over a limit)

@@ -13,7 +13,7 @@ import sys
 
 from cproton_ffi import ffi
 
-from .admission import Admissions
+from ..frontdoor.admission import Admissions
 from .connection import OUT_CHUNK, Connection
 from .connections_view import ConnectionsView
 from .management import ManagementEndpoint
@@ -116,7 +116,7 @@ class Server:
             from .websocket import websocket_factory
             make = websocket_factory(self, listener)  # AMQP inside WebSocket (inside TLS: wss)
         else:
-            make = lambda: Connection(self, listener)  # noqa: E731
+            make = self._front_door(listener)
         if listener is not None and listener.tls:
             from .tls import TlsAcceptor
             name, inner = listener.name, make
@@ -125,6 +125,16 @@ class Server:
         else:
             factory = make
         return await self.loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
+
+    def _front_door(self, listener):
+        """Every plain (or TLS) connection starts at the front door (frontdoor/door.py), which
+        detects its protocol and hands it to that protocol's adapter."""
+        from ..frontdoor.detect import AMQP
+        from ..frontdoor.door import FrontDoor
+        cfg = listener if listener is not None else self.broker.config.main_listener()
+        adapters = {AMQP: lambda: Connection(self, listener)}
+        name, protocols, timeout_s = cfg.name, cfg.protocols, cfg.detect_timeout_ms / 1000.0
+        return lambda: FrontDoor(self, name, protocols, adapters, timeout_s)
 
     def listener_names(self) -> list[str]:
         """Every listener the broker runs, by name ("main" is [server])."""

@@ -4,7 +4,7 @@ Each TLS connection is accepted by a `TlsAcceptor`, which runs the handshake wit
 `loop.start_tls` and only then hands the encrypted transport to a `Connection`. Doing the
 handshake here (rather than `create_server(ssl=...)`) gives every failure (plain AMQP sent to a
 TLS port, a client certificate that does not verify, a handshake the client aborts or never
-finishes within the handshake deadline, protocol/admission.py) one log line naming the peer;
+finishes within the handshake deadline, frontdoor/admission.py) one log line naming the peer;
 asyncio itself logs these only in debug mode. A failure closes that connection only.
 
 The certificate, key and CA are read again on SIGHUP (`reload`) into a new SSLContext that the
@@ -19,7 +19,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from ..config import TlsConfig
-from .admission import Admission, hand_over, handshake_deadline_s, peer_of
+from ..frontdoor.admission import Admission, hand_over, handshake_deadline_s, peer_of
 
 if TYPE_CHECKING:
     from .server import Server
@@ -84,7 +84,7 @@ def certificate_check(cfg: TlsConfig):
 
 class TlsAcceptor(asyncio.Protocol):
     """Runs one server-side TLS handshake, then hands the connection to `make()`'s protocol.
-    The socket counts toward max_connections from accept (protocol/admission.py), and the
+    The socket counts toward max_connections from accept (frontdoor/admission.py), and the
     handshake must finish within the handshake deadline."""
 
     def __init__(self, server: Server, ctx: ssl.SSLContext, listener_name: str, make):

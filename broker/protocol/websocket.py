@@ -11,7 +11,7 @@ Connection limits, heartbeats, the SASL gate and the audit log are therefore the
 
 Bounds, each of which closes that connection only, with one log line:
 - the upgrade request head: at most MAX_UPGRADE_HEAD bytes, and complete within the handshake
-  deadline (protocol/admission.py: 5 s, or the idle timeout when shorter); the socket counts
+  deadline (frontdoor/admission.py: 5 s, or the idle timeout when shorter); the socket counts
   toward max_connections from accept, upgraded or not;
 - an upgrade whose `Origin` is present and not in the listener's `allowed_origins` gets a 403;
 - a WebSocket frame: at most the listener's max_frame_size plus FRAME_SLACK payload bytes (a
@@ -39,7 +39,7 @@ from wsproto.frame_protocol import CloseReason, Opcode, RsvBits
 from wsproto.utilities import ProtocolError, RemoteProtocolError
 
 from ..config import normalize_origin
-from .admission import Admission, hand_over, handshake_deadline_s, peer_of
+from ..frontdoor.admission import Admission, hand_over, handshake_deadline_s, peer_of
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class WebSocketAcceptor(asyncio.Protocol):
         self.frame_limit = FrameLimit(listener.max_frame_size + FRAME_SLACK)
         self.closing = False
         self._deadline = None
-        # The socket's place in the max_connections count (protocol/admission.py): handed over
+        # The socket's place in the max_connections count (frontdoor/admission.py): handed over
         # by the TLS layer (wss) or taken at accept; the AMQP Connection holds it once upgraded.
         self.admission: Admission | None = None
 

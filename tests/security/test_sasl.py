@@ -256,7 +256,7 @@ def wait_for_log(broker, text: str) -> bool:
 
 
 @pytest.mark.parametrize("opening, log_text", [
-    (b"GET / HTTP/1.1\r\n\r\n", "did not start with an AMQP protocol header"),
+    (b"GET / HTTP/1.1\r\n\r\n", "an HTTP request"),  # the front door's answer: a 400 saying what the port speaks
     (SASL_HEADER + b"\x00\x10\x00\x00\x02\x01\x00\x00", "sent a malformed SASL frame (size 1048576)"),
     (SASL_HEADER + frame(1, 0x44, [0]), "out of turn"),
 ])

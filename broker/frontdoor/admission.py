@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .server import Server
+    from ..protocol.server import Server
 
 log = logging.getLogger("hermod.server")
 
