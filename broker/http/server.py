@@ -9,6 +9,7 @@ answering). Bodies need Content-Length (no chunked uploads).
 from __future__ import annotations
 
 import asyncio
+import re
 import json
 import logging
 import time
@@ -209,12 +210,33 @@ class HttpServer:
             writer.close()
 
 
+# A request starts with its method (at most 7 letters: OPTIONS) and a space; an AMQP, MQTT, STOMP
+# or OpenWire client's first 8 bytes never do.
+_REQUEST_START = re.compile(rb"[A-Z]{1,7} ")
+NOT_HTTP = ("not an HTTP request: this is Hermod's HTTP port (management API, console, metrics); "
+            "AMQP, OpenWire, STOMP and MQTT clients connect to the broker's protocol listeners")
+
+
 async def read_request(reader: asyncio.StreamReader, first: bool,
                        head_timeout_s: float = HEAD_TIMEOUT_S) -> Request | None:
     """The next request, or None when the client closed (or idled out) between requests."""
+    start = b""
+    if first:  # another protocol's client on this port is told so at once, not after the head timeout
+        try:
+            start = await asyncio.wait_for(reader.readexactly(len_start := 8), head_timeout_s)
+        except asyncio.IncompleteReadError as e:
+            if not e.partial.strip():
+                return None
+            start = e.partial
+        except asyncio.TimeoutError:
+            raise HttpError(408, "request head not received in time") from None
+        if not _REQUEST_START.match(start):
+            raise HttpError(400, NOT_HTTP)
+        if len(start) < len_start:
+            raise HttpError(400, "incomplete request")
     try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
-                                      head_timeout_s if first else IDLE_TIMEOUT_S)
+        head = start + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"),
+                                              head_timeout_s if first else IDLE_TIMEOUT_S)
     except asyncio.IncompleteReadError as e:
         if not e.partial.strip():
             return None
