@@ -322,6 +322,7 @@ class Management:
         queue = self._managed_queue(args)
         for address in sorted(messages.retry_targets(queue)):
             _access(args).require("send", address)
+            self._creation_rights(args, address)
         return messages.retry(self.postoffice, queue)
 
     def message_send(self, args: dict) -> Deferred:
@@ -330,6 +331,23 @@ class Management:
             _access(args).require("send", address)
         return messages.send(self.postoffice, self._codec(), args.get("address"), args.get("body"),
                              args.get("properties"), args.get("durable", False), args.get("routing_type"))
+
+    def _creation_rights(self, args: dict, address: str, routing_type=None) -> None:
+        """Retry to an address that went away creates it again, and an anycast one its durable
+        queue, as a client's send would: the same rights (`create_address`,
+        `create_durable_queue`), so management is no way around them. (Send and move answer
+        404 for an address that does not exist.)"""
+        po = self.postoffice
+        if address in po.addresses:
+            return
+        access = _access(args)
+        access.require("create_address", address)
+        try:
+            rt = po.resolve_send_routing_type(address, routing_type)
+        except core_errors.HermodError:
+            return  # auto-create is off there: the operation itself answers not found
+        if rt == ANYCAST:
+            access.require("create_durable_queue", address)
 
     # -- connections -------------------------------------------------------------------------------
     def connection_list(self, args: dict) -> list[dict]:

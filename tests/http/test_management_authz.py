@@ -391,3 +391,4 @@ def test_the_cli_is_refused_and_allowed_the_same_way(secured):
     assert depth(secured, "secret.payroll") == SECRETS
     done = hermod("alice", "queue", "browse", "tenantA.inbox", "--json")
     assert done.returncode == 0 and [m["body"] for m in json.loads(done.stdout)] == ["mine"], done.stderr
+
