@@ -142,6 +142,7 @@ class Cluster:
         self._loop = loop
         broker.forwarder = Forwarder(broker, loop, self.membership.node, self.owner_of, self.login,
                                      origin=self.membership.holder)
+        broker.postoffice.remote = broker.forwarder  # every stored message's way (core.ports)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)

@@ -69,7 +69,11 @@ def _move(host: CopyHost, ref: Ref, target: str, extra: dict, what: str, done: D
     if reason is not None and host.journal.durable:
         removed.append(ports.RecordDeadLetter(ref.message.id, ref.message.address, queue.name,
                                               reason, host.clock.now_ms()))
-    host.post(plan, done, removed, accepted=False)
+    def put_back(error: BaseException | None) -> None:
+        if error is not None:  # not stored (a store fault, a cluster owner unreachable):
+            ref.delivery_count += 1  # back on its queue, as it still is in the store
+            queue.put_back(ref, acked=False)  # (put_back counts a failed ack off again)
+    host.post(plan, done if done is not None else put_back, removed, accepted=False)
     host.queue_idle_check(queue)
 
 
