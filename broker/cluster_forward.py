@@ -173,11 +173,13 @@ class PeerLink:
     def credit_changed(self) -> None:
         self._flush()
 
-    def outcome(self, token: int, kind: str, failed: bool, undeliverable: bool) -> None:
+    def outcome(self, token: int, kind: str, failed: bool, undeliverable: bool,
+                condition: tuple[str, str] | None = None) -> None:
         done = self._dones.pop(token, None)
         if done is not None:
+            why = f" ({': '.join(part for part in condition if part)})" if condition else ""
             done(None if kind == outgoing.ACCEPTED else
-                 ForwardFailed(f"the owner at {self.announce} answered {kind} for {self.target}"))
+                 ForwardFailed(f"the owner at {self.announce} answered {kind}{why} for {self.target}"))
 
     def down(self, reason: str) -> None:
         self.forwarder.forget(self, reason)

@@ -31,10 +31,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermod.core")
 
 
-def dead_letter(host: CopyHost, ref: Ref, reason: str, done: Done | None = None) -> None:
-    """Move a message to its queue's dead-letter address (`reason` is recorded)."""
+def dead_letter(host: CopyHost, ref: Ref, reason: str, done: Done | None = None,
+                annotations: dict | None = None) -> None:
+    """Move a message to its queue's dead-letter address (`reason` is recorded); `annotations`:
+    more message annotations on the copy (a bridge's remote refusal)."""
     settings = host.settings_for(ref.queue.address.name)
-    _move(host, ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done, reason)
+    _move(host, ref, settings.dead_letter_address, dict(annotations or {}), f"dead-lettered ({reason})",
+          done, reason)
 
 
 def expire(host: CopyHost, ref: Ref) -> None:

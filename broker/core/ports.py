@@ -276,7 +276,8 @@ class QueueHost(Protocol):
     def retains(self, address_name: str) -> bool: ...  # a message sent there is retained
     def queue_idle_check(self, queue: Queue) -> None: ...  # auto-delete when it went idle
     def persist_queue(self, queue: Queue) -> None: ...  # its attributes changed
-    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None: ...
+    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None,
+                    annotations: dict | None = None) -> None: ...
     def expire(self, ref: Ref) -> None: ...
 
 

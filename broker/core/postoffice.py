@@ -473,9 +473,10 @@ class PostOffice(Directory):
                                    message.arrival)
 
     # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
-    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
+    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None,
+                    annotations: dict | None = None) -> None:
         """Move a message to its queue's dead-letter address (see copies.py)."""
-        copies.dead_letter(self, ref, reason, done)
+        copies.dead_letter(self, ref, reason, done, annotations)
 
     def expire(self, ref: Ref) -> None:
         """Move an expired message to its queue's expiry address (see copies.py)."""
