@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 from proton import Message
+from proton.reactor import DurableSubscription
 from proton.utils import BlockingConnection
 
 from cluster_testing import receive, redirected, send
@@ -183,3 +184,22 @@ def test_with_the_owner_down_every_way_is_refused_and_nothing_is_stored_on_the_w
     assert queue_count(a_http, "src") == 1
     assert sql(cluster, database, "SELECT count(*) FROM messages")[0][0] == stored_before
     assert receive(a_url, "src") == ["keep-1"]
+
+
+def test_a_subscription_made_on_another_node_later_gets_what_this_node_is_sent(scale_db, cluster_nodes):
+    """node-a started before node-b's durable subscription existed: it learns the definition
+    (never the messages) and forwards multicast sends there instead of dropping them."""
+    a, b, a_url, b_url, a_http, b_http = start_pair(scale_db, cluster_nodes)
+    subscriber = BlockingConnection(b_url, timeout=10)
+    try:
+        receiver = subscriber.create_receiver("topic://news", name="sub-1", options=DurableSubscription())
+        wait_for(lambda: any(row["address"] == "news" for row in http(a_http, "GET", "/api/queues")[1]),
+                 15, message="node-a knows node-b's subscription on news")
+        assert send(a_url, "topic://news", ["n1", "n2"]) == ["n1", "n2"]
+        got = [receiver.receive(timeout=10).body for _ in range(2)]
+        receiver.accept()
+        assert got == ["n1", "n2"]
+    finally:
+        subscriber.close()
+    assert all(row["messages"] == 0 for row in http(a_http, "GET", "/api/queues")[1]
+               if row["address"] == "news")
