@@ -88,7 +88,8 @@ class Broker:
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
         # The one decision point (security/authorization.py): every way in asks it.
-        self.authorization = Authorization(permissions, self.audit)
+        self.authorization = Authorization(
+            permissions, self.audit, config.ha.cluster_user if config.ha.mode == "cluster" else None)
         self.validate_user_id = config.security.get("validate_user_id", False)
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
         self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
