@@ -40,6 +40,7 @@ from pgcluster import find_bindir
 from wire_helpers import connect
 
 TIMEOUT = 15
+STORM_START_S = 90  # a broker's start on a loaded machine (the default 20 s is for one test)
 
 
 def require_postgresql() -> None:
@@ -66,7 +67,7 @@ class ProcessStarter:
             argv += ["--config", str(path)]
         broker = BrokerProcess([*argv, *args], self.directory)
         self.started.append(broker)
-        return broker.start()
+        return broker.start(timeout=STORM_START_S)
 
     def stop_all(self) -> None:
         for broker in self.started:

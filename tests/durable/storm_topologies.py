@@ -81,7 +81,7 @@ class ClusterBrokers:
                                extra=self.config)
             node.start()
             try:
-                self.urls[name] = node.wait_ready(40)
+                self.urls[name] = node.wait_ready(90)
                 self.nodes[name] = node
                 return
             except AssertionError:
@@ -187,7 +187,7 @@ class BridgedBrokers:
         deadline = time.monotonic() + 30
         while True:
             try:
-                self.brokers[side] = BrokerProcess(args, self.directory).start(timeout=40)
+                self.brokers[side] = BrokerProcess(args, self.directory).start(timeout=90)
                 return
             except RuntimeError:  # the port still held for a moment after the kill
                 if time.monotonic() > deadline:
