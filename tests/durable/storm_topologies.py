@@ -75,13 +75,13 @@ class ClusterBrokers:
 
     def _start_node(self, name: str) -> None:
         """Start `name`; a restart right after a kill waits for its old lease to run out."""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while True:
             node = ClusterNode(name, self.store_url, self.directory, lease_s=CLUSTER_LEASE_S,
                                extra=self.config)
             node.start()
             try:
-                self.urls[name] = node.wait_ready(90)
+                self.urls[name] = node.wait_ready(300)
                 self.nodes[name] = node
                 return
             except AssertionError:
@@ -184,10 +184,10 @@ class BridgedBrokers:
         path.write_text(self.configs[side])
         args = ["--port", str(self.ports[side]), "--config", str(path), "--store", self.stores[side],
                 "--http-port", "-1"]
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while True:
             try:
-                self.brokers[side] = BrokerProcess(args, self.directory).start(timeout=90)
+                self.brokers[side] = BrokerProcess(args, self.directory).start(timeout=300)
                 return
             except RuntimeError:  # the port still held for a moment after the kill
                 if time.monotonic() > deadline:
