@@ -134,8 +134,12 @@ class ClusterBrokers:
 
     def kill_all(self) -> None:
         for node in self.nodes.values():
-            if node is not None:
-                node.kill()
+            if node is None:
+                continue
+            code = node.proc.poll()
+            if code is not None and code != -9:  # ended on its own: say why
+                print(f"{node.node} exited with {code}: {''.join(node.stderr[-5:])}", flush=True)
+            node.kill()
 
 
 BRIDGE_SOURCE = "storm.outbound"
