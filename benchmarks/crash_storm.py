@@ -50,7 +50,7 @@ def storm_on(brokers, args, streams=None, cleanup=None) -> dict:
     try:
         storm = Storm(brokers, args.seed, batch=args.batch, streams=streams,
                       log=lambda line: print(line, flush=True))
-        report = storm.run(args.kills)
+        report = storm.run(args.kills, until=args.until)
     finally:
         if cleanup is not None:
             cleanup()
@@ -90,6 +90,8 @@ def main() -> int:
     p.add_argument("--kills", type=int, default=50)
     p.add_argument("--batch", type=int, default=40, help="new messages per source per round")
     p.add_argument("--seed", default="12")
+    p.add_argument("--until", type=float, default=None,
+                   help="a time.time(): no kill round starts after it (fewer kills on a busy machine)")
     p.add_argument("--backend", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"])
     p.add_argument("--mode", nargs="+", choices=("single", "cluster", "bridge"),
                    default=["single", "cluster", "bridge"])

@@ -28,6 +28,7 @@ arrived; `streams` and `config` replace the traffic and the brokers' configurati
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -384,8 +385,12 @@ class Storm:
             sink.acked.update(c.acked)
             sink.in_doubt.update(c.in_doubt)
 
-    def run(self, kills: int) -> dict:
+    def run(self, kills: int, until: float | None = None) -> dict:
+        """`kills` rounds ended by a kill, then the final round; with `until` (a time.time()),
+        no kill round starts after it (the report says how many there were)."""
         for _ in range(kills):
+            if until is not None and time.time() >= until:
+                break
             self.run_round(kill=True)
         self.run_round(kill=False)
         report = self.report()
