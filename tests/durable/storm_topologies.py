@@ -92,11 +92,16 @@ class ClusterBrokers:
 
     def start(self, config: str | None = None, *_args: str):
         self.config = config or ""
-        for name in self.NAMES:  # the first start: node-a creates (and owns) every queue
-            node = self.nodes[name]
-            if node is None or node.proc.poll() is not None:
-                self._start_node(name)
-        self.owner = wait_for(self._single_owner, timeout=60, interval=0.2,
+        down = [name for name in self.NAMES
+                if self.nodes[name] is None or self.nodes[name].proc.poll() is not None]
+        if len(down) < len(self.NAMES):
+            # The survivor takes every queue once the dead node's lease ran out; only then does
+            # the dead node come back (sooner, both would claim a share of them).
+            wait_for(self._single_owner, timeout=120, interval=0.2,
+                     message="the surviving node owns every queue")
+        for name in down:  # the first start: node-a creates (and owns) every queue
+            self._start_node(name)
+        self.owner = wait_for(self._single_owner, timeout=120, interval=0.2,
                               message="one live node owns every queue")
         return self.current
 
