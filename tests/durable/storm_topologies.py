@@ -101,8 +101,13 @@ class ClusterBrokers:
                      message="the surviving node owns every queue")
         for name in down:  # the first start: node-a creates (and owns) every queue
             self._start_node(name)
-        self.owner = wait_for(self._single_owner, timeout=120, interval=0.2,
-                              message="one live node owns every queue")
+        try:
+            self.owner = wait_for(self._single_owner, timeout=120, interval=0.2,
+                                  message="one live node owns every queue")
+        except AssertionError:
+            unowned = _queue_names(self.store_url) - set(_owners(self.store_url))
+            raise AssertionError(f"no single owner: owners {_owners(self.store_url)}, "
+                                 f"queues with no live owner {sorted(unowned)}") from None
         return self.current
 
     def _single_owner(self) -> str | None:
