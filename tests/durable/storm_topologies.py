@@ -97,7 +97,8 @@ class ClusterBrokers:
         if len(down) < len(self.NAMES):
             # The survivor takes every queue once the dead node's lease ran out; only then does
             # the dead node come back (sooner, both would claim a share of them).
-            wait_for(self._single_owner, timeout=120, interval=0.2,
+            survivors = set(self.NAMES) - set(down)  # not the dead one: its row lives on for a lease
+            wait_for(lambda: self._single_owner() in survivors, timeout=120, interval=0.2,
                      message="the surviving node owns every queue")
         for name in down:  # the first start: node-a creates (and owns) every queue
             self._start_node(name)
