@@ -115,9 +115,11 @@ bench: $(TEST_STAMP) system-deps
 
 # Issue 12's long checks (minutes each; not in `make test`): >= 50 SIGKILLs per back-end during
 # mixed durable traffic, and the bystander's round trip and the broker's RSS under each flood.
+# Issue 28 adds two modes: two cluster nodes (PostgreSQL) and a bridged pair of brokers.
 CRASH_STORM_KILLS ?= 50
+CRASH_STORM_MODES ?= single cluster bridge
 crash-storm: $(TEST_STAMP) system-deps
-	$(PY) benchmarks/crash_storm.py --kills $(CRASH_STORM_KILLS)
+	$(PY) benchmarks/crash_storm.py --kills $(CRASH_STORM_KILLS) --mode $(CRASH_STORM_MODES)
 
 floods: $(TEST_STAMP)
 	$(PY) benchmarks/floods.py

@@ -90,7 +90,8 @@ class Broker:
         audit_path = config.security.get("audit_log")
         self.audit = AuditLog(Path(audit_path)) if audit_path else no_audit
         # The one decision point (security/authorization.py): every way in asks it.
-        self.authorization = Authorization(permissions, self.audit)
+        self.authorization = Authorization(
+            permissions, self.audit, config.ha.cluster_user if config.ha.mode == "cluster" else None)
         # The core asks it through two ports: who may resume a subscription, a temporary queue
         # (by its recorded owner), and where a wildcard subscription is bound.
         self.postoffice.may_take_over = self.authorization.may_take_over

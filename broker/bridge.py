@@ -8,10 +8,16 @@ sends (WINDOW messages, WINDOW_BYTES bytes), and 0 while there is no link. A mes
 local queue only when the remote settles it `accepted` (the acknowledgement is then stored as a
 consumer's is). A send stays in the window until its outcome is stored, not only until the
 remote settles it: a broker killed while its store lags resends at most WINDOW messages (a
-loaded CI run once saw 1,594 duplicates when only the remote's part was counted). The other outcomes mean what they mean from a consumer (Artemis): `rejected`
-dead-letters it, `released` puts it back (the bridge pauses before trying again, or it would
-spin), `modified` puts it back counting a failed attempt when it says delivery-failed
-(redelivery delay, and the dead-letter address after max_delivery_attempts).
+loaded CI run once saw 1,594 duplicates when only the remote's part was counted).
+
+A refusal that can pass is retried with back-off: `released`, `modified` (whatever its flags:
+the remote's trouble, not the message's, so no delivery attempt is counted and it never reaches
+the dead-letter address) and `rejected` with `amqp:resource-limit-exceeded` (a remote that is
+full for a while, `address_full_policy = "fail"`) put the message back on the queue unchanged,
+in order, and the bridge sends nothing for RETRY_MIN_S, doubling with each further such refusal
+up to RETRY_MAX_S, back to the minimum at the next `accepted`. Only another `rejected` sends
+the message to the local dead-letter address, with the remote's condition on the copy (message
+annotations `x-opt-bridge-condition` and `x-opt-bridge-description`) and in the log.
 
 When the connection ends, every unconfirmed send goes back to the queue in order, not counted
 as a failed attempt (the message did nothing wrong), and is sent again after the reconnect:
@@ -35,7 +41,11 @@ WINDOW = 1000  # unconfirmed sends at most
 WINDOW_BYTES = 8 * 1024 * 1024  # and their bytes (Proton keeps each until it is settled)
 BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 30.0
-RELEASED_PAUSE_S = 1.0  # after a `released`: the remote would take it back at once otherwise
+RETRY_MIN_S = 0.25  # after a refusal that can pass: the remote would refuse again at once
+RETRY_MAX_S = 5.0
+RESOURCE_LIMIT_EXCEEDED = "amqp:resource-limit-exceeded"
+CONDITION_ANNOTATION = "x-opt-bridge-condition"  # on a dead letter: the remote's rejection
+DESCRIPTION_ANNOTATION = "x-opt-bridge-description"
 
 CONNECTING, UP, BACKOFF, STOPPED = "connecting", "up", "backoff", "stopped"
 
@@ -102,6 +112,7 @@ class Bridge:
         self.delay = BACKOFF_MIN_S
         self._timer = None
         self._paused_until = 0.0
+        self.retry_delay = RETRY_MIN_S  # the next pause after a refusal that can pass
 
     # -- start and stop ----------------------------------------------------------------------------
     def attach(self) -> None:
@@ -172,7 +183,8 @@ class Bridge:
             if credit:
                 self.queue.host.schedule(self.queue)
 
-    def outcome(self, ref, kind: str, failed: bool, undeliverable: bool) -> None:
+    def outcome(self, ref, kind: str, failed: bool, undeliverable: bool,
+                condition: tuple[str, str] | None = None) -> None:
         size = self.unconfirmed.pop(ref, None)
         if size is None:
             return
@@ -180,15 +192,29 @@ class Bridge:
         queue = ref.queue
         if kind == outgoing.ACCEPTED:
             self.forwarded += 1
+            self.retry_delay = RETRY_MIN_S
             queue.acknowledge(ref, self._stored(ref, acked=True))
-        elif kind == outgoing.REJECTED:
-            queue.reject(ref, self._stored(ref, acked=False))
-        elif kind == outgoing.MODIFIED and failed:
-            queue.release(ref, failed=True)
-        else:  # released, or modified without a failed attempt: later, unchanged
+        elif kind == outgoing.REJECTED and (condition is None or condition[0] != RESOURCE_LIMIT_EXCEEDED):
+            name, description = condition or ("", "")
+            log.warning("bridge %s: %s at %s rejected message %s (%s%s); dead-lettered", self.name,
+                        self.target, self.remote.shown, ref.message.id, name or "no condition",
+                        f": {description}" if description else "")
+            queue.reject(ref, self._stored(ref, acked=False),
+                         {CONDITION_ANNOTATION: name, DESCRIPTION_ANNOTATION: description})
+        else:  # released, modified, full for now: later, unchanged, not counted as an attempt
             queue.release(ref)
-            self._pause(RELEASED_PAUSE_S)
+            self._back_off(kind if condition is None else f"{kind} ({condition[0]})")
         self.credit_changed()
+
+    def _back_off(self, why: str) -> None:
+        """A refusal that can pass: nothing more is sent for a while. The sends in flight with
+        it come back refused too, within the same pause: one step of the back-off per pause."""
+        if self.loop.time() < self._paused_until:
+            return
+        log.info("bridge %s: %s at %s answered %s; retrying in %.2f s", self.name, self.target,
+                 self.remote.shown, why, self.retry_delay)
+        self._pause(self.retry_delay)
+        self.retry_delay = min(self.retry_delay * 2, RETRY_MAX_S)
 
     def _stored(self, ref, acked: bool):
         self.storing += 1

@@ -19,6 +19,11 @@ Theory of operation. The store half is `store.ownership.Membership`; this module
   not know at all (a claim whose notification is still on its way) is looked up once on the
   reactor before the attach or send is answered (`owner_of`): one primary-key read, then the
   name is remembered as "nobody else's" until a notification names it again.
+- Definitions: a queue another node created after this one started (a durable subscription, a
+  virtual-topic queue, an auto-created queue) is read from the store when the owners are
+  re-read and defined here too (never stored, never consumed here), so routing reaches it: a
+  multicast send on this node is forwarded to another node's subscription rather than dropped
+  for want of one (`_learn`).
 - Commits: the journal runs `Membership.fence` in every transaction, so a node that lost a
   queue commits nothing more to it, and a queue created here becomes ours in the same commit.
 - Message ids come from blocks of a shared counter (`IdBlocks`), never `max(id) + 1`.
@@ -122,6 +127,7 @@ class Cluster:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listener: threading.Thread | None = None
+        self._defined: set[str] = set()  # queue names whose definitions this node has
 
     # -- start (blocking: run off the reactor) ---------------------------------------------------
 
@@ -142,6 +148,8 @@ class Cluster:
         self._loop = loop
         broker.forwarder = Forwarder(broker, loop, self.membership.node, self.owner_of, self.login,
                                      origin=self.membership.holder)
+        broker.postoffice.remote = broker.forwarder  # every stored message's way (core.ports)
+        self._defined = set(broker.postoffice.queues)
         if self.membership.announce is None:
             self.membership.set_announce(announce)
         self._thread = threading.Thread(target=self._rounds, name="hermod-cluster", daemon=True)
@@ -203,6 +211,32 @@ class Cluster:
 
     def _refresh(self) -> None:
         self.mine, self.remote = self.membership.owners_view()
+        self._learn()
+
+    def _learn(self) -> None:
+        """From the rounds or listener thread: the definitions of other nodes' queues this node
+        does not have yet, read from the store and handed to the reactor (`_define`)."""
+        if self._loop is None:
+            return  # joining: recovery reads every definition
+        new = sorted(name for name in self.remote if name not in self._defined)
+        if not new:
+            return
+        addresses, queues = recovery.definitions(self._engine, new)
+        self._defined.update(new)
+        self._loop.call_soon_threadsafe(self._define, addresses, queues)
+
+    def _define(self, addresses, queues) -> None:
+        """On the reactor: other nodes' new queues, defined here for routing only."""
+        po = self._broker.postoffice
+        for a in addresses:
+            if a.name not in po.addresses:
+                po.create_address(a.name, a.routing_types, auto_created=a.auto_created, persist=False)
+        for q in queues:
+            if q.name not in po.queues:
+                po.create_queue(q.name, q.address, q.routing_type, durable=True, filter_text=q.filter,
+                                max_consumers=q.max_consumers, exclusive=q.exclusive,
+                                last_value_key=q.last_value_key, auto_created=q.auto_created,
+                                purpose=q.purpose, extra=dict(q.extra), persist=False)
 
     def _changed(self, names: set[str]) -> None:
         """From the listener: owners of `names` changed (EVERY_QUEUE: any); re-read them all."""

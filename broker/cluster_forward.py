@@ -173,11 +173,13 @@ class PeerLink:
     def credit_changed(self) -> None:
         self._flush()
 
-    def outcome(self, token: int, kind: str, failed: bool, undeliverable: bool) -> None:
+    def outcome(self, token: int, kind: str, failed: bool, undeliverable: bool,
+                condition: tuple[str, str] | None = None) -> None:
         done = self._dones.pop(token, None)
         if done is not None:
+            why = f" ({': '.join(part for part in condition if part)})" if condition else ""
             done(None if kind == outgoing.ACCEPTED else
-                 ForwardFailed(f"the owner at {self.announce} answered {kind} for {self.target}"))
+                 ForwardFailed(f"the owner at {self.announce} answered {kind}{why} for {self.target}"))
 
     def down(self, reason: str) -> None:
         self.forwarder.forget(self, reason)
@@ -193,8 +195,9 @@ class PeerLink:
 
 
 class Forwarder:
-    """Splits a routing plan into this node's part and the owners' parts (see the module
-    docstring)."""
+    """The post office's `core.ports.RemoteQueues` in cluster mode: `PostOffice.post` splits
+    every plan into this node's part and the owners' parts and hands each of these here (see
+    the module docstring)."""
 
     def __init__(self, broker, loop, node: str, owner_of: Callable[[str], tuple | None],
                  login: PeerLogin = PeerLogin(), origin: str | None = None) -> None:
@@ -216,43 +219,31 @@ class Forwarder:
                 raise ForwardFailed(f"tls.ca: cannot load {tls.ca}: {e}") from None
         return self._tls
 
-    def remote_part(self, plan) -> bool:
-        """Does the plan put the message on a queue another node owns?"""
-        owner_of = self._owner_of  # only durable queues have owners (temporary ones are local)
-        return any(q.durable and owner_of(q.name) is not None for _, queues in plan for q in queues)
+    # -- core.ports.RemoteQueues: the post office forwards through these ------------------------
 
-    def forward(self, plan, done: Done) -> None:
-        local_plan, copies = [], []
-        for message, queues in plan:
-            mine = []
-            for q in queues:
-                owner = self._owner_of(q.name) if q.durable else None
-                if owner is None or not owner[1]:
-                    mine.append(q)  # not another's (or no announce yet: the fence decides)
-                    continue
-                if not message.id:  # the origin of its stamp (post keeps it)
-                    message.id = self.broker.postoffice.next_message_id()
-                copies.append((owner[1], f"{q.address.name}::{q.name}",
-                               stamped(message.encoded, stamp(message, self.origin, q.name))))
-            local_plan.append((message, mine))
-        pending = [1 + len(copies)]
-        errors: list[BaseException] = []
+    def elsewhere(self, queue) -> bool:
+        """Another node owns `queue` (only durable queues have owners: temporary ones are
+        local). An owner that has not announced where it listens yet counts: the send is
+        refused rather than accepted here."""
+        return queue.durable and self._owner_of(queue.name) is not None
 
-        def one_done(error: BaseException | None) -> None:
-            if error is not None:
-                errors.append(error)
-            pending[0] -= 1
-            if pending[0] == 0:
-                done(errors[0] if errors else None)
-
-        for announce, target, data in copies:
-            try:
-                link = self._link(announce, target)
-            except ForwardFailed as error:
-                one_done(error)
-                continue
-            link.send(data, one_done)
-        self.broker.postoffice.post(local_plan, one_done)
+    def forward(self, message, queue, done: Done) -> None:
+        """`message`'s copy for `queue`, to the queue's owner by its fully qualified name."""
+        owner = self._owner_of(queue.name) if queue.durable else None
+        if owner is None:  # it changed hands since the plan was split (a re-read of the owners)
+            done(ForwardFailed(f"the owner of queue {queue.name} changed while the message was "
+                               "routed; send it again"))
+            return
+        if not owner[1]:
+            done(ForwardFailed(f"queue {queue.name} is owned by cluster node {owner[0]}, which has "
+                               "not announced where it listens yet"))
+            return
+        try:
+            link = self._link(owner[1], f"{queue.address.name}::{queue.name}")
+        except ForwardFailed as error:
+            done(error)
+            return
+        link.send(stamped(message.encoded, stamp(message, self.origin, queue.name)), done)
 
     def _link(self, announce: str, target: str) -> PeerLink:
         key = (announce, target)

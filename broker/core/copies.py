@@ -31,10 +31,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermod.core")
 
 
-def dead_letter(host: CopyHost, ref: Ref, reason: str, done: Done | None = None) -> None:
-    """Move a message to its queue's dead-letter address (`reason` is recorded)."""
+def dead_letter(host: CopyHost, ref: Ref, reason: str, done: Done | None = None,
+                annotations: dict | None = None) -> None:
+    """Move a message to its queue's dead-letter address (`reason` is recorded); `annotations`:
+    more message annotations on the copy (a bridge's remote refusal)."""
     settings = host.settings_for(ref.queue.address.name)
-    _move(host, ref, settings.dead_letter_address, {}, f"dead-lettered ({reason})", done, reason)
+    _move(host, ref, settings.dead_letter_address, dict(annotations or {}), f"dead-lettered ({reason})",
+          done, reason)
 
 
 def expire(host: CopyHost, ref: Ref) -> None:
@@ -69,7 +72,11 @@ def _move(host: CopyHost, ref: Ref, target: str, extra: dict, what: str, done: D
     if reason is not None and host.journal.durable:
         removed.append(ports.RecordDeadLetter(ref.message.id, ref.message.address, queue.name,
                                               reason, host.clock.now_ms()))
-    host.post(plan, done, removed, accepted=False)
+    def put_back(error: BaseException | None) -> None:
+        if error is not None:  # not stored (a store fault, a cluster owner unreachable):
+            ref.delivery_count += 1  # back on its queue, as it still is in the store
+            queue.put_back(ref, acked=False)  # (put_back counts a failed ack off again)
+    host.post(plan, done if done is not None else put_back, removed, accepted=False)
     host.queue_idle_check(queue)
 
 

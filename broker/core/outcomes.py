@@ -173,10 +173,11 @@ class Outcomes(QueueState):
                 back.append(ref)
         self.restore(back)
 
-    def reject(self, ref: Ref, done: Done | None = None) -> None:
-        """Rejected: straight to the dead-letter address, no retry (Artemis)."""
+    def reject(self, ref: Ref, done: Done | None = None, annotations: dict | None = None) -> None:
+        """Rejected: straight to the dead-letter address, no retry (Artemis); `annotations`
+        go on the dead-letter copy."""
         self._settle_out(ref)
-        self.host.dead_letter(ref, reason="rejected", done=done)
+        self.host.dead_letter(ref, reason="rejected", done=done, annotations=annotations)
 
     def take(self, ref: Ref) -> None:
         """Take a ref off the queue for good (dead-lettering, expiry)."""

@@ -280,7 +280,8 @@ class QueueHost(Protocol):
     def retains(self, address_name: str) -> bool: ...  # a message sent there is retained
     def queue_idle_check(self, queue: Queue) -> None: ...  # auto-delete when it went idle
     def persist_queue(self, queue: Queue) -> None: ...  # its attributes changed
-    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None: ...
+    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None,
+                    annotations: dict | None = None) -> None: ...
     def expire(self, ref: Ref) -> None: ...
 
 
@@ -339,3 +340,22 @@ class CopyHost(Protocol):
     def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
              accepted: bool = True) -> None: ...
     def queue_idle_check(self, queue: Queue) -> None: ...
+
+
+class RemoteQueues(Protocol):
+    """Cluster mode ([ha] mode = "cluster"): the queues another node owns. Every queue this node
+    knows is routed to as usual (a plan names it), but a queue owned elsewhere is never stored
+    here: `PostOffice.post` hands its part of the plan to `forward`, the "enqueue" of a remote
+    queue binding (Artemis's RemoteQueueBinding). So every way a message is stored (a client's
+    send, composite parts, transactions, management send, move and retry, dead-letter and expiry
+    copies, diverts) forwards without code of its own. The cluster module implements it; the
+    core never imports it."""
+
+    def elsewhere(self, queue: Queue) -> bool:
+        """Is `queue` owned by another node (reachable or not)? Asked per queue of a plan."""
+        ...
+
+    def forward(self, message: Message, queue: Queue, done: Done) -> None:
+        """Store `message` on `queue` at its owner; `done(None)` once the owner accepted it,
+        `done(error)` when it refused or cannot be reached (the send is then refused)."""
+        ...

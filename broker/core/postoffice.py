@@ -95,6 +95,9 @@ class PostOffice(Directory):
         self._dispatch_scheduled = False
         self.after_dispatch: list[Callable[[], None]] = []  # e.g. the adapter's output flush
         self.lingering = Lingering(self)  # abandoned nodes waiting out their terminus expiry
+        # Cluster mode: the queues other nodes own, whose part of a plan `post` forwards
+        # (`ports.RemoteQueues`, set by the cluster module; None: every queue is ours).
+        self.remote: ports.RemoteQueues | None = None
 
     # -- ids and settings ---------------------------------------------------------------------
     def next_message_id(self) -> int:
@@ -232,6 +235,7 @@ class PostOffice(Directory):
         if self._unconfirmed or self.retaining:
             return False
         full = self.flow.full
+        remote = self.remote
         for message, queues in plan:
             envelope = message.envelope
             # Only what a producer sent is checked for a duplicate id (`post`: hops == 0), not
@@ -243,6 +247,8 @@ class PostOffice(Directory):
             for q in queues:
                 if (durable and q.stores) or q.paged or (q.address.pages and full(q.address)):
                     return False
+                if remote is not None and remote.elsewhere(q):
+                    return False  # forwarded: `post`
         for message, queues in plan:
             if queues:
                 if not message.id:
@@ -256,7 +262,47 @@ class PostOffice(Directory):
         """Commit a routing plan: durable parts through the journal first (one unit), then onto
         the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed.
         `accepted`: the plan carries a message a producer sent (retention and duplicate
-        detection apply), not a copy the broker made (dead letters, expiry)."""
+        detection apply), not a copy the broker made (dead letters, expiry). In cluster mode
+        the part of the plan for queues other nodes own is forwarded to them (`_forward`)."""
+        if self.remote is not None and self._forward(plan, done, extra_ops, accepted):
+            return
+        self._post_here(plan, done, extra_ops, accepted)
+
+    def _forward(self, plan: Plan, done: Done | None, extra_ops: list | None, accepted: bool) -> bool:
+        """Cluster mode: forward the plan's queues other nodes own to their owners, then post
+        the rest here once every owner accepted its copy; `done(None)` only once every part is
+        stored, else the first error, and then nothing was stored here (a refused send is on
+        no queue of this node; the original of a move, a dead letter or an expiry stays where
+        it is; a copy an owner accepted stays there, and its `_AMQ_DUPL_ID` stamp drops a
+        resend). False: nothing is another node's."""
+        remote = self.remote
+        assert remote is not None
+        here: Plan = []
+        away: list[tuple[Message, Queue]] = []
+        for message, queues in plan:
+            mine = [q for q in queues if not remote.elsewhere(q)]
+            if len(mine) != len(queues):
+                if not message.id:  # the forwarded copy's stamp names it
+                    message.id = self.next_message_id()
+                away.extend((message, q) for q in queues if q not in mine)
+            here.append((message, mine))
+        if not away:
+            return False
+        finish: Done = done if done is not None else _ignore
+
+        def forwarded(error: BaseException | None) -> None:
+            if error is not None:
+                finish(error)
+            else:
+                self._post_here(here, finish, extra_ops, accepted)
+        join = _all_of(len(away), forwarded)
+        for message, q in away:
+            remote.forward(message, q, join)
+        return True
+
+    def _post_here(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
+                   accepted: bool = True) -> None:
+        """`post` of a plan every queue of which is this node's."""
         if len(plan) == 1 and extra_ops is None and accepted and self._post_one(plan[0], done):
             return
         refs: list[Ref] = []
@@ -296,7 +342,12 @@ class PostOffice(Directory):
         """`post` of a producer's usual plan (`_post_one`) as a part of `burst` (`core.bursts`):
         stored with the owner's other sends of this turn, settled through the burst with
         `token`. False (nothing done) for any other plan: the caller uses `post`."""
-        return len(plan) == 1 and self._post_one(plan[0], None, burst, token)
+        if len(plan) != 1:
+            return False
+        remote = self.remote
+        if remote is not None and any(remote.elsewhere(q) for q in plan[0][1]):
+            return False  # forwarded: `post`
+        return self._post_one(plan[0], None, burst, token)
 
     def _post_one(self, destination: tuple[Message, list[Queue]], done: Done | None,
                   burst: Burst | None = None, token: object = None) -> bool:
@@ -432,9 +483,10 @@ class PostOffice(Directory):
                                    message.arrival)
 
     # -- dead letters, expiry (memory and address sizes: `self.flow`) --------------------------------
-    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None) -> None:
+    def dead_letter(self, ref: Ref, reason: str, done: Done | None = None,
+                    annotations: dict | None = None) -> None:
         """Move a message to its queue's dead-letter address (see copies.py)."""
-        copies.dead_letter(self, ref, reason, done)
+        copies.dead_letter(self, ref, reason, done, annotations)
 
     def expire(self, ref: Ref) -> None:
         """Move an expired message to its queue's expiry address (see copies.py)."""
@@ -470,6 +522,25 @@ class PostOffice(Directory):
                 queue.paged = -1  # more in the store than was read: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
         self.duplicates.load(recovered.duplicate_ids)
+
+
+def _ignore(_error: BaseException | None) -> None:
+    """The `done` of a post nobody waits for."""
+
+
+def _all_of(count: int, done: Done) -> Done:
+    """A callback that calls `done` once it was called `count` times: with None when every
+    call was, else with the first error."""
+    left = [count]
+    failed: list[BaseException] = []
+
+    def one(error: BaseException | None) -> None:
+        if error is not None:
+            failed.append(error)
+        left[0] -= 1
+        if left[0] == 0:
+            done(failed[0] if failed else None)
+    return one
 
 
 __all__ = ["PostOffice", "MemoryJournal", "Consumer", "Queue", "Ref", "MULTICAST", "ANYCAST"]

@@ -8,7 +8,8 @@ with a user, else ANONYMOUS). Proton does not know the socket is encrypted, so P
 
 This module knows sockets, frames and outcomes, nothing of queues. It tells its `owner`:
 `link_up()` (the remote attached our target), `credit_changed()`, `outcome(token, kind,
-failed, undeliverable)` for every delivery the remote settles, and `down(reason)` once, when
+failed, undeliverable, condition)` for every delivery the remote settles (`condition`: a
+rejected outcome's (name, description), else None), and `down(reason)` once, when
 the connection is over for whatever cause (connect error, SASL refusal, a close or detach
 from the remote, idle timeout, socket loss).
 """
@@ -43,6 +44,13 @@ def _condition_text(cond) -> str | None:
     name = cproton.pn_condition_get_name(cond) or "error"
     description = cproton.pn_condition_get_description(cond)
     return f"{name}: {description}" if description else name
+
+
+def _condition_of(cond) -> tuple[str, str] | None:
+    """(name, description) of a rejected outcome's error, None when it carries none."""
+    if cond == ffi.NULL or not lib.pn_condition_is_set(cond):
+        return None
+    return cproton.pn_condition_get_name(cond) or "", cproton.pn_condition_get_description(cond) or ""
 
 
 class OutgoingConnection(asyncio.Protocol):
@@ -216,13 +224,16 @@ class OutgoingConnection(asyncio.Protocol):
                 return  # a received state: not an outcome yet
         token = self.unsettled.pop(d, None)
         failed = undeliverable = False
+        condition = None
         if kind == MODIFIED:
             disp = lib.pn_delivery_remote(d)
             failed = bool(lib.pn_disposition_is_failed(disp))
             undeliverable = bool(lib.pn_disposition_is_undeliverable(disp))
+        elif kind == REJECTED:
+            condition = _condition_of(lib.pn_disposition_condition(lib.pn_delivery_remote(d)))
         lib.pn_delivery_settle(d)
         if token is not None:
-            self.owner.outcome(token, kind, failed, undeliverable)
+            self.owner.outcome(token, kind, failed, undeliverable, condition)
 
     # -- output ----------------------------------------------------------------------------------
     @property

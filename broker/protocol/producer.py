@@ -340,12 +340,6 @@ class ProducerLink(ProducerRoutes, LinkHandler):
         if txn is not None:  # [transactions]
             coordinator.hold_send(d, presettled, txn, plan)
             return
-        forwarder = broker.forwarder
-        if forwarder is not None and forwarder.remote_part(plan):
-            forwarder.forward(plan, self._completion(None if presettled else d))  # [ha] cluster
-            if presettled:
-                pn_delivery_settle(d)
-            return
         if presettled:
             if not po.post_now(plan):
                 self._post_stored(po, plan, None)  # no outcome owed; the credit waits

@@ -42,10 +42,14 @@ def _no_audit(event: str, **fields) -> None:
 class Authorization:
     """The decision point. `permissions` may be replaced (a reload); nothing else is state."""
 
-    def __init__(self, permissions: Permissions, audit: Callable[..., None] = _no_audit):
+    def __init__(self, permissions: Permissions, audit: Callable[..., None] = _no_audit,
+                 cluster_user: str | None = None):
         self.permissions = permissions
         self.audit = audit
         self._held: list[tuple[str, str]] | None = None  # `recording`'s list while one runs
+        # Cluster mode: the login other nodes forward with ([ha] cluster_user; None: ANONYMOUS
+        # forwards, which vouch for nobody).
+        self.cluster_user = cluster_user
 
     @property
     def enabled(self) -> bool:
@@ -139,6 +143,15 @@ class Authorization:
         if not self.permissions.enabled:
             return None
         return lambda address: self.allows(principal, "browse", address)
+
+    def forwarded_by_peer(self, principal: Principal | None) -> bool:
+        """Whether `principal` is another cluster node forwarding a message. Such a message was
+        decided on its entry node, as its original sender (its `send` right there, its
+        user-id under `validate_user_id`); the owner does not decide again as the cluster user,
+        whose rights are the node's, not the sender's: it checks only that user's own `send`
+        at attach, like any producer's. Only a named cluster login vouches (never anonymous)."""
+        return (self.cluster_user is not None and principal is not None
+                and principal.name == self.cluster_user)
 
     # -- ownership ------------------------------------------------------------------------------------
     @staticmethod

@@ -20,10 +20,15 @@ settling and counts a message as acknowledged only when the broker settles it
   (unconfirmed acknowledgements of it, here and upstream) times.
 
 Used by tests/durable/test_crash_storm.py (a few kills) and benchmarks/crash_storm.py (many).
+The `brokers` may be one broker (durable_clients.DurableBrokers) or a topology of several
+(storm_topologies.py: two cluster nodes, a bridged pair): producers use its `producer_url`,
+consumers its `consumer_url`, and `settled()` says when what is in transit between its brokers
+arrived; `streams` and `config` replace the traffic and the brokers' configuration.
 """
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -247,13 +252,15 @@ class Storm:
     """Rounds of traffic on `brokers` (durable_clients.DurableBrokers), each ended by a SIGKILL
     at a drawn point, then a final round that drains everything; `report()` has the figures."""
 
-    def __init__(self, brokers, seed: Any, batch: int = 40, log=None):
+    def __init__(self, brokers, seed: Any, batch: int = 40, log=None, streams=None,
+                 config: str = STORM_CONFIG):
         self.brokers = brokers
         self.rng = random.Random(f"{seed}-{brokers.backend}")
         self.where = f"(seed {seed}, {brokers.backend})"
         self.batch = batch
         self.log = log or (lambda _line: None)
-        self.sources, self.sinks = default_streams()
+        self.config = config
+        self.sources, self.sinks = streams if streams is not None else default_streams()
         self.by_source = {s.name: s for s in self.sources}
         self.by_sink = {s.name: s for s in self.sinks}
         self.rounds = 0
@@ -263,7 +270,7 @@ class Storm:
     # -- one round ------------------------------------------------------------------------------
     def _consumer(self, sink: Sink) -> AckingConsumer:
         options = [DurableSubscription()] if sink.durable_subscription else None
-        return AckingConsumer(self.brokers.url, sink.address, key=copy_of, prefetch=WINDOW,
+        return AckingConsumer(self._consumer_url, sink.address, key=copy_of, prefetch=WINDOW,
                               outcome=sink.outcome,
                               link_name=SUBSCRIPTION if sink.durable_subscription else None,
                               link_options=options,
@@ -279,19 +286,35 @@ class Storm:
         if not messages:
             return None  # nothing to send (an AsyncProducer with nothing would never finish)
         if source.transactional:
-            return TxProducer(self.brokers.url, source.address, messages)
-        return AsyncProducer(self.brokers.url, source.address, messages, window=WINDOW)
+            return TxProducer(self._producer_url, source.address, messages)
+        return AsyncProducer(self._producer_url, source.address, messages, window=WINDOW)
+
+    @property
+    def _producer_url(self) -> str:
+        return getattr(self.brokers, "producer_url", None) or self.brokers.url
+
+    @property
+    def _consumer_url(self) -> str:
+        return getattr(self.brokers, "consumer_url", None) or self.brokers.url
+
+    def _knows_the_subscriptions(self, url: str) -> bool:
+        stats = queue_stats(url)
+        names = {sink.address for sink in self.sinks}
+        return ((VT_QUEUE not in names or VT_QUEUE in stats)
+                and (not any(sink.durable_subscription for sink in self.sinks)
+                     or any(row["address"] == "storm.news" for row in stats.values())))
 
     def run_round(self, kill: bool) -> None:
         if self.brokers.current is None or not self.brokers.running:
-            self.brokers.start(STORM_CONFIG)
+            self.brokers.start(self.config)
         consumers = {sink.name: self._consumer(sink).start() for sink in self.sinks}
         if not self.started:
             # Producers start once the subscription and the virtual-topic queue exist: before,
             # a multicast send is dropped by design.
-            wait_until(lambda: {VT_QUEUE} <= set(queue_stats(self.brokers.url)) and any(
-                row["address"] == "storm.news" for row in queue_stats(self.brokers.url).values()),
-                f"the subscription and the virtual-topic queue {self.where}")
+            # Where producers send to another node (cluster mode), that node must know them too.
+            wait_until(lambda: all(self._knows_the_subscriptions(url)
+                                   for url in {self._consumer_url, self._producer_url}),
+                       f"the subscription and the virtual-topic queue {self.where}")
             self.started = True
         producers = {source.name: producer for source in self.sources
                      if (producer := self._producer(source, final=not kill)) is not None}
@@ -310,15 +333,18 @@ class Storm:
             if self.brokers.running:  # the trigger ended early (e.g. refused): kill here
                 self.brokers.kill()
             self.kills += 1
+            for consumer in consumers.values():  # those on a broker that lives on (topologies)
+                consumer.stop()
             for client in [*producers.values(), *consumers.values()]:
                 client.join(30)
         else:
             for p in producers.values():
                 p.join(120)
-            url = self.brokers.url
+            url = self._consumer_url
             sink_addresses = {sink.queue_address for sink in self.sinks}
-            wait_until(lambda: all(row["messages"] == 0 for row in queue_stats(url).values()
-                                   if row["address"] in sink_addresses)
+            settled = getattr(self.brokers, "settled", lambda: True)
+            wait_until(lambda: settled() and all(row["messages"] == 0 for row in queue_stats(url).values()
+                                                 if row["address"] in sink_addresses)
                        and not any(c.in_doubt for c in consumers.values()),
                        f"every sink drained and acknowledged {self.where}", timeout=120)
             for c in consumers.values():
@@ -359,8 +385,12 @@ class Storm:
             sink.acked.update(c.acked)
             sink.in_doubt.update(c.in_doubt)
 
-    def run(self, kills: int) -> dict:
+    def run(self, kills: int, until: float | None = None) -> dict:
+        """`kills` rounds ended by a kill, then the final round; with `until` (a time.time()),
+        no kill round starts after it (the report says how many there were)."""
         for _ in range(kills):
+            if until is not None and time.time() >= until:
+                break
             self.run_round(kill=True)
         self.run_round(kill=False)
         report = self.report()
@@ -404,6 +434,7 @@ class Storm:
             "in_doubt_sends": sum(sum(s.in_doubt.values()) for s in self.sources),
             "in_doubt_acks": sum(sum(s.in_doubt.values()) for s in self.sinks),
             "refused": sum(s.refused for s in self.sources),
+            "duplicates": sum(n - 1 for sink in self.sinks for n in per_seq(sink.received).values() if n > 1),
             "losses": losses,
             "redelivered_after_ack": redelivered,
             "duplicates_beyond_in_doubt": duplicates,
@@ -417,5 +448,6 @@ def format_report(report: dict) -> str:
             f"sent={report['sent']} accepted={report['accepted']} acknowledged={report['acknowledged']} "
             f"received={report['received']} in_doubt_sends={report['in_doubt_sends']} "
             f"in_doubt_acks={report['in_doubt_acks']} refused={report['refused']} "
+            f"duplicates={report.get('duplicates', 0)} "
             f"lost={counts['losses']} acked_redelivered={counts['redelivered_after_ack']} "
             f"duplicates_beyond_in_doubt={counts['duplicates_beyond_in_doubt']}")

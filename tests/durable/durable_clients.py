@@ -40,6 +40,7 @@ from pgcluster import find_bindir
 from wire_helpers import connect
 
 TIMEOUT = 15
+STORM_START_S = 300  # a broker's start on a loaded machine (the default 20 s is for one test)
 
 
 def require_postgresql() -> None:
@@ -66,7 +67,7 @@ class ProcessStarter:
             argv += ["--config", str(path)]
         broker = BrokerProcess([*argv, *args], self.directory)
         self.started.append(broker)
-        return broker.start()
+        return broker.start(timeout=STORM_START_S)
 
     def stop_all(self) -> None:
         for broker in self.started:
@@ -264,6 +265,9 @@ class _ThreadClient(MessagingHandler):
         self._trigger: tuple[int, Callable[[], None]] | None = None
         self.triggered_at: int | None = None  # the outcome count when `then` was called
         self._injector = EventInjector()
+        # `stop` from another thread and the thread's own end (which closes the injector's
+        # pipe) must not cross: a write to a closed, maybe reused, descriptor.
+        self._pipe_lock = threading.Lock()
         self._container = Container(self)
         self._container.selectable(self._injector)
         self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
@@ -292,9 +296,10 @@ class _ThreadClient(MessagingHandler):
         finally:
             # Proton's EventInjector never closes its pipe: a long run of clients (the crash
             # storm) would run out of descriptors select() can watch.
-            self.done.set()
-            for fd in self._injector.pipe:
-                os.close(fd)
+            with self._pipe_lock:
+                self.done.set()
+                for fd in self._injector.pipe:
+                    os.close(fd)
 
     def on_start(self, event) -> None:
         self.connection = event.container.connect(self.url, reconnect=False)
@@ -305,8 +310,9 @@ class _ThreadClient(MessagingHandler):
 
     def stop(self) -> None:
         """Close the connection and end the thread (callable from any thread)."""
-        if not self.done.is_set():
-            self._injector.trigger(ApplicationEvent("client_stop"))
+        with self._pipe_lock:
+            if not self.done.is_set():
+                self._injector.trigger(ApplicationEvent("client_stop"))
 
     def on_client_stop(self, _event) -> None:
         self.finish()

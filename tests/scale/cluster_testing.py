@@ -31,8 +31,8 @@ class ClusterNode(HaNode):
     """One `hermod run` of a cluster node; no configured queues (sends create them)."""
 
     def __init__(self, node: str, store_url: str, tmp: Path, lease_s: float = LEASE_S,
-                 **config: str) -> None:
-        super().__init__(node, store_url, tmp, lease_s)
+                 http: bool = False, **config: str) -> None:
+        super().__init__(node, store_url, tmp, lease_s, http=http)
         self.config.write_text(cluster_config(node, store_url, lease_s, **config))
 
     def wait_ready(self, timeout: float = 30) -> str:

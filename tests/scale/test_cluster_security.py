@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from proton import Disposition, SSLDomain
+from proton import Disposition, Message, SSLDomain
+from proton.utils import BlockingConnection, SendException
 
 from cluster_testing import followed, receive, redirected, refusal_of_send, send
 from hermod.broker.security.passwords import hash_password
@@ -94,3 +95,37 @@ def test_a_node_with_the_wrong_cluster_password_cannot_forward(scale_db, cluster
     assert refusal_of_send(b_url, "qa", "stranger", **app) == Disposition.REJECTED
     assert receive(a_url, "qa", **app) == ["a1"]
     assert "amqp:unauthorized-access" in "".join(b.stderr), b.stderr[-5:]
+
+
+def test_a_forwarded_message_keeps_its_senders_user_id_under_validate_user_id(scale_db, cluster_nodes,
+                                                                              monkeypatch, pki):
+    """The entry node checked the sender (its `send` right, its user-id); the owner takes the
+    forwarded copy from the cluster user without checking the user-id against that login
+    (which would refuse every message that names its sender), and a client logged in as
+    another user still cannot claim someone else's user-id."""
+    cluster, database, url = scale_db
+    secured = SECURITY.replace("[security]\n", "[security]\nvalidate_user_id = true\n")
+
+    def node(name):
+        monkeypatch.setenv(PASSWORD_ENV, NODE_PW)
+        return cluster_nodes(
+            name, url, server="tls = true\n",
+            ha=f'cluster_user = "cluster"\ncluster_password_env = "{PASSWORD_ENV}"\n',
+            extra=(f'[tls]\ncert = "{pki / "server.crt"}"\nkey = "{pki / "server.key"}"\n'
+                   f'ca = "{pki / "ca.crt"}"\n' + secured))
+    a, b = node("node-a"), node("node-b")
+    a_url, b_url = a.wait_ready(), b.wait_ready()
+    app = _app(pki)
+    assert send(a_url, "qa", ["a1"], **app) == ["a1"]
+    wait_for(lambda: redirected(b_url, "qa", **app), 10, message="node-b knows node-a owns qa")
+    connection = BlockingConnection(b_url, timeout=30, **app)
+    try:
+        sender = connection.create_sender("qa")
+        assert sender.send(Message(body="mine", durable=True, user_id=b"app")).remote_state == Disposition.ACCEPTED
+        with pytest.raises(SendException) as refused:
+            sender.send(Message(body="forged", durable=True, user_id=b"cluster"))
+        assert refused.value.state == Disposition.REJECTED
+    finally:
+        connection.close()
+    got = receive(a_url, "qa", **app)
+    assert got == ["a1", "mine"]
