@@ -20,6 +20,11 @@ from .management import ManagementEndpoint
 
 log = logging.getLogger("hermod.server")
 
+# The protocols with an adapter the front door hands connections to; the others enabled in a
+# listener's `protocols` are detected and closed with a log line. The permission matrix test
+# requires entry paths for each protocol here (tests/security/test_permission_matrix.py).
+SERVED_PROTOCOLS = ("amqp",)
+
 
 class Server:
     def __init__(self, broker, loop: asyncio.AbstractEventLoop):
@@ -133,6 +138,7 @@ class Server:
         from ..frontdoor.door import FrontDoor
         cfg = listener if listener is not None else self.broker.config.main_listener()
         adapters = {AMQP: lambda: Connection(self, listener)}
+        assert tuple(adapters) == SERVED_PROTOCOLS
         name, protocols, timeout_s = cfg.name, cfg.protocols, cfg.detect_timeout_ms / 1000.0
         return lambda: FrontDoor(self, name, protocols, adapters, timeout_s)
 

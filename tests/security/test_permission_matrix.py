@@ -60,15 +60,13 @@ def test_every_operation_has_cells_on_amqp_and_http():
 
 @pytest.mark.parametrize("protocol", ["amqp", "openwire", "stomp", "mqtt"])
 def test_every_protocol_the_broker_speaks_has_entry_paths(protocol):
-    """A protocol the broker's config accepts in `[server] protocols` is a way in: it must
-    have entry paths in the matrix (permission_matrix.py says how one joins)."""
-    from hermod.broker.config import ConfigError, parse
+    """A protocol the front door hands to an adapter is a way in: it must have entry paths in
+    the matrix (permission_matrix.py says how one joins). Protocols only detected (and closed)
+    are not served yet."""
+    from hermod.broker.protocol.server import SERVED_PROTOCOLS
     from permission_matrix import PATHS
-    if protocol != "amqp":
-        try:
-            parse({"server": {"protocols": [protocol]}})
-        except ConfigError:
-            pytest.skip(f"the broker does not speak {protocol} yet")
+    if protocol not in SERVED_PROTOCOLS:
+        pytest.skip(f"the broker does not speak {protocol} yet")
     assert any(path.protocol == protocol for path in PATHS), f"no {protocol} entry path in the matrix"
 
 
