@@ -46,7 +46,8 @@ def refused(attach) -> str:
 def http_delete(broker: BrokerProcess, path: str, user: str, password: str) -> int:
     base = next(m.group(1) for line in broker.stdout_lines if (m := HTTP_READY.search(line)))
     token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    req = urllib.request.Request(base + path, method="DELETE", headers={"Authorization": f"Basic {token}"})
+    req = urllib.request.Request(base + path, method="DELETE", headers={"Authorization": f"Basic {token}",
+                                                                         "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status
