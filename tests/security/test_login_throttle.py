@@ -19,6 +19,7 @@ from proton import Message
 from proton.utils import BlockingConnection
 
 from hermod.broker.security.passwords import hash_password
+from hermod_testing import wait_for
 from security_clients import SASL_HEADER, connect, sasl_init, sasl_login
 
 ALICE_PW = "alice-Secret-42"
@@ -152,12 +153,14 @@ def test_parallel_amqp_logins_do_not_stall_the_loop(locked):
     """Two hundred PLAIN checks arriving at once (each a PBKDF2 of 4096 rounds) run off the
     loop: a bystander's round trip meanwhile stays well under a second."""
     bystander = Bystander(locked.url)
-    time.sleep(0.2)
+    wait_for(lambda: bystander.trips >= 1, timeout=30, message="the bystander's first round trip")
     socks = [connect(locked.address) for _ in range(200)]
     opening = SASL_HEADER + sasl_init("PLAIN", f"\0alice\0{ALICE_PW}x".encode())
     for s in socks:
         s.sendall(opening)
-    time.sleep(1.0)
+    before = bystander.trips
+    # The bystander keeps going while the 200 checks are answered (each failure waits its turn).
+    wait_for(lambda: bystander.trips >= before + 20, timeout=60, message="20 round trips during the logins")
     worst, trips = bystander.finish()
     for s in socks:
         s.close()
