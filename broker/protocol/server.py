@@ -122,7 +122,8 @@ class Server:
     async def _listen(self, host: str, port: int, listener):
         if listener is not None and listener.websocket:
             from .websocket import websocket_factory
-            make = websocket_factory(self, listener)  # AMQP inside WebSocket (inside TLS: wss)
+            # AMQP, STOMP or MQTT inside WebSocket (inside TLS: wss), by subprotocol
+            make = websocket_factory(self, listener, adapters_registry.factories(self, listener))
         else:
             make = self._front_door(listener)
         if listener is not None and listener.tls:
