@@ -97,7 +97,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/mypy
 
 test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=25
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
 # codecs, permissions; no PostgreSQL, browser, Java or npm needed.
