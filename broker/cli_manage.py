@@ -22,8 +22,8 @@ def _out(args, value, text) -> int:
     return 0
 
 
-def _properties(pairs: list[str] | None) -> dict:
-    from .cli import CliError
+def properties(pairs: list[str] | None) -> dict:
+    from .cli_errors import CliError
     out: dict = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -105,7 +105,7 @@ def cmd_connection(args) -> int:
 
 def cmd_explain(args) -> int:
     route = _call(args, "explain", address=args.address, routing_type=args.routing_type,
-                  properties=_properties(args.property))
+                  properties=properties(args.property))
 
     def text(r):
         lines = [f"{s['kind']} {s['name']}: {'passed' if s['passed'] else 'not passed'}"
