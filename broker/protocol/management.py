@@ -24,7 +24,7 @@ from . import codec
 
 log = logging.getLogger("hermod.management")
 
-JSON_TEXT_ARGUMENTS = ("properties", "routing_types")
+JSON_TEXT_ARGUMENTS = ("properties", "routing_types", "definitions")
 
 
 def request_arguments(request: ProtonMessage) -> dict:
