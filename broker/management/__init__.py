@@ -378,7 +378,7 @@ class Management:
         connections = self.connections.figures().get("connections", 0) \
             if _access(args).broker_wide("browse") else None
         queues = [q for q in self.postoffice.queues.values() if view is None or view(q.address.name)]
-        return {"version": __version__, "node": self.broker.container_id,
+        return {"version": __version__, "node": inspect.node_name(self.broker.config),
                 "addresses": sum(1 for a in self.postoffice.addresses.values()
                                  if not a.temporary and (view is None or view(a.name))),
                 "queues": len(queues), "messages": sum(q.message_count for q in queues),
