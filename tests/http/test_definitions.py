@@ -117,3 +117,19 @@ def test_a_malformed_file_is_refused_with_one_line(broker, tmp_path):
     r = hermod("definitions", "import", str(tmp_path / "missing.json"), "--url", broker.url)
     assert r.returncode == 2 and "missing.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert json.loads(hermod("definitions", "export", "--url", broker.url).stdout)["queues"] == []
+
+
+def test_http_import_refuses_bad_documents_with_400_and_creates_nothing(start_broker):
+    b = start_broker("--http-port", "0")
+    base = http_url(b)
+    for raw, words in ((b"[1, 2]", "JSON object"), (b"{", "not JSON"),
+                       (json.dumps({"queues": "q"}).encode(), "'queues' must be a list"),
+                       (json.dumps({"addresses": [{"name": "a", "routing_types": ["fanout"]}]}).encode(),
+                        "addresses[0].routing_types"),
+                       (json.dumps({"queues": [{"name": "q", "max_consumers": True}]}).encode(),
+                        "queues[0].max_consumers")):
+        status, answer = call(base, "POST", "/api/definitions", raw=raw)
+        assert status == 400 and words in answer["error"], (raw, answer)
+    assert call(base, "GET", "/api/definitions")[1]["queues"] == []
+    status, answer = call(base, "POST", "/api/definitions", {"queues": [{"name": "made"}]})
+    assert status == 200 and answer == {"created": ["queue made"], "unchanged": [], "conflicts": []}
