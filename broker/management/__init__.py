@@ -392,7 +392,10 @@ class Management:
         return inspect.status(self.broker, self.connections, args.get("view"), _access(args).broker_wide("browse"))
 
     def queue_show(self, args: dict) -> dict:
-        return inspect.queue_show(self._readable_queue(args), self.connections)
+        """Each consumer's connection (remote address, user, container id) only for a reader of
+        the connection list, a broker-wide one, as `connection.list` needs."""
+        queue = self._readable_queue(args)
+        return inspect.queue_show(queue, self.connections if _access(args).broker_wide("browse") else None)
 
     def divert_list(self, args: dict) -> list[dict]:
         return inspect.divert_list(self.broker, args.get("view"))

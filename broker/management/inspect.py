@@ -85,7 +85,7 @@ def _resident_bytes() -> int:
 
 def queue_show(queue, connections) -> dict:
     """Every attribute of one queue, its depth in each state, and its consumers, each with the
-    connection it came on when the protocol adapter can say."""
+    connection it came on when the protocol adapter can say (`connections` None: not shown)."""
     info = queue_info(queue)
     info.update({
         "temporary": queue.temporary, "max_consumers": queue.max_consumers, "exclusive": queue.exclusive,
@@ -94,7 +94,7 @@ def queue_show(queue, connections) -> dict:
         "paged": max(queue.paged, 0), "bytes_in_memory": queue.size, "delivered": queue.delivered,
         "expired": queue.expired, "lingering": queue.lingering,
     })
-    peers_of = getattr(connections, "consumer_peers", None)
+    peers_of = getattr(connections, "consumer_peers", None) if connections is not None else None
     peers = peers_of() if peers_of is not None else {}
     info["consumer_details"] = [
         {"id": c.id, "selector": c.selector_text, "browser": c.browser, "priority": c.priority,

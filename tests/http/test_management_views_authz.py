@@ -88,6 +88,16 @@ def test_a_tenant_sees_only_her_own_objects(secured, via):
     assert exported["diverts"] == [] and exported["address_settings"] == []
     assert "secret.payroll" in {x["name"] for x in admin("definitions.export")[1]["queues"]}
 
+    watcher = login(secured, "admin", container_id="admin-watcher")
+    try:
+        watcher.create_receiver("tenantA.inbox", name="admin-link", credit=0)
+        [mine] = alice("queue.show", name="tenantA.inbox")[1]["consumer_details"]
+        [seen] = admin("queue.show", name="tenantA.inbox")[1]["consumer_details"]
+    finally:
+        watcher.close()
+    # whose connection it is, like the connection list, only for a broker-wide reader
+    assert mine["container_id"] is None and mine["remote"] is None and mine["user"] is None
+    assert seen["container_id"] == "admin-watcher" and seen["user"] == "admin"
     assert alice("queue.show", name="tenantA.inbox")[1]["messages"] == 1
     refused(alice("queue.show", name="secret.payroll"), "secret.payroll")
 
