@@ -7,7 +7,7 @@ import argparse
 import json
 
 
-def _call(args, operation: str, **arguments):
+def call(args, operation: str, **arguments):
     from .tools.clients import management_call
     from .tools.target import Target
     return management_call(Target.from_args(args), operation, args={k: v for k, v in arguments.items() if v is not None})
@@ -22,8 +22,8 @@ def _out(args, value, text) -> int:
     return 0
 
 
-def _properties(pairs: list[str] | None) -> dict:
-    from .cli import CliError
+def properties(pairs: list[str] | None) -> dict:
+    from .cli_errors import CliError
     out: dict = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -41,26 +41,26 @@ def _properties(pairs: list[str] | None) -> dict:
 def cmd_queue(args) -> int:
     op = args.queue_command
     if op == "create":
-        return _out(args, _call(args, "queue.create", name=args.name, address=args.address,
+        return _out(args, call(args, "queue.create", name=args.name, address=args.address,
                                 routing_type=args.routing_type, durable=not args.non_durable, filter=args.filter),
                     lambda q: [f"created queue {q['name']} on {q['address']} ({q['routing_type']})"])
     if op == "delete":
-        _call(args, "queue.delete", name=args.name)
+        call(args, "queue.delete", name=args.name)
         return _out(args, {"deleted": args.name}, lambda v: [f"deleted queue {args.name}"])
     if op == "purge":
-        return _out(args, _with_progress(args, "purge", "removed", lambda: _call(
+        return _out(args, _with_progress(args, "purge", "removed", lambda: call(
                         args, "queue.purge", name=args.name, filter=args.filter)),
                     lambda v: [f"removed {v['removed']} messages from {args.name}"])
     if op == "browse":
-        return _out(args, _call(args, "queue.browse", name=args.name, limit=args.limit, filter=args.filter),
+        return _out(args, call(args, "queue.browse", name=args.name, limit=args.limit, filter=args.filter),
                     lambda rows: [f"{m['id']} {json.dumps(m['properties'])} {m['body'] if m['body_encoding'] == 'text' else m['body_encoding'] + ':' + json.dumps(m['body'])}"
                                   for m in rows])
     if op == "move":
-        return _out(args, _with_progress(args, "move", "moved", lambda: _call(
+        return _out(args, _with_progress(args, "move", "moved", lambda: call(
                         args, "queue.move", name=args.name, to=args.to, filter=args.filter)),
                     lambda v: [f"moved {v['moved']} messages from {args.name} to {args.to}"])
     if op == "retry":
-        return _out(args, _with_progress(args, "retry", "moved", lambda: _call(args, "queue.retry", name=args.name)),
+        return _out(args, _with_progress(args, "retry", "moved", lambda: call(args, "queue.retry", name=args.name)),
                     lambda v: [f"moved {v['moved']} messages from {args.name} back to their addresses"])
     raise AssertionError(op)
 
@@ -74,7 +74,7 @@ def _with_progress(args, verb: str, counted: str, work):
         return work()
 
     def depth() -> int:
-        return _call(args, "queue.get", name=args.name)["messages"]
+        return call(args, "queue.get", name=args.name)["messages"]
     total = depth()
     result = while_running(work, lambda: max(0, total - depth()), progress, total)
     progress.update(result[counted], total, final=True)
@@ -84,28 +84,28 @@ def _with_progress(args, verb: str, counted: str, work):
 def cmd_address(args) -> int:
     op = args.address_command
     if op == "create":
-        return _out(args, _call(args, "address.create", name=args.name, routing_types=args.routing),
+        return _out(args, call(args, "address.create", name=args.name, routing_types=args.routing),
                     lambda a: [f"created address {a['name']} ({','.join(a['routing_types'])})"])
     if op == "delete":
-        _call(args, "address.delete", name=args.name)
+        call(args, "address.delete", name=args.name)
         return _out(args, {"deleted": args.name}, lambda v: [f"deleted address {args.name}"])
-    return _out(args, _call(args, "address.list"),
+    return _out(args, call(args, "address.list"),
                 lambda rows: [f"{a['name']} {','.join(a['routing_types'])} {','.join(a['queues']) or '-'}"
                               for a in rows])
 
 
 def cmd_connection(args) -> int:
     if args.connection_command == "close":
-        _call(args, "connection.close", id=args.id)
+        call(args, "connection.close", id=args.id)
         return _out(args, {"closed": args.id}, lambda v: [f"closed connection {args.id}"])
-    return _out(args, _call(args, "connection.list"),
+    return _out(args, call(args, "connection.list"),
                 lambda rows: [f"{c['id']} {c['remote']} {c['container_id']} {c['user'] or '-'} links={len(c['links'])}"
                               for c in rows])
 
 
 def cmd_explain(args) -> int:
-    route = _call(args, "explain", address=args.address, routing_type=args.routing_type,
-                  properties=_properties(args.property))
+    route = call(args, "explain", address=args.address, routing_type=args.routing_type,
+                  properties=properties(args.property))
 
     def text(r):
         lines = [f"{s['kind']} {s['name']}: {'passed' if s['passed'] else 'not passed'}"
@@ -115,14 +115,16 @@ def cmd_explain(args) -> int:
     return _out(args, route, text)
 
 
+def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The connection options (tools/target.py) and --json, which every management command takes."""
+    from .tools.target import add_arguments
+    add_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    return p
+
+
 def add_parsers(sub, queue) -> None:
     """The management subcommands; `queue` is the existing `hermod queue` subparsers."""
-    from .tools.target import add_arguments
-
-    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        add_arguments(p)
-        p.add_argument("--json", action="store_true", help="print the answer as JSON")
-        return p
 
     c = common(queue.add_parser("create", help="create a queue"))
     c.add_argument("name")
@@ -169,3 +171,7 @@ def add_parsers(sub, queue) -> None:
     e.add_argument("--routing-type", choices=("anycast", "multicast"))
     e.add_argument("--property", action="append", metavar="K=V")
     e.set_defaults(func=cmd_explain)
+
+    from . import cli_definitions, cli_inspect
+    cli_inspect.add_parsers(sub, queue, common)
+    cli_definitions.add_parsers(sub, common)

@@ -338,6 +338,26 @@ class PostOffice(Directory):
             return
         self._submit(ops, refs, sum(r.message.size for r in refs), done, remembered)
 
+    def post_unordered(self, plan: Plan) -> bool:
+        """Place a plan whose every queue is a temporary one of this node at once, not behind the
+        journal's unconfirmed units: nothing of it is stored, and a management answer shares its
+        caller's reply queue with no producer's messages, so waiting for the store only hides
+        the answer (`hermod status` during a store outage). False, and nothing done, otherwise."""
+        remote = self.remote
+        for message, queues in plan:
+            if not queues or any(not q.temporary or q.stores or (remote is not None and remote.elsewhere(q))
+                                 for q in queues):
+                return False
+        refs = []
+        for message, queues in plan:
+            if not message.id:
+                message.id = self.next_message_id()
+            for q in queues:
+                q.pending += 1  # as in `post`
+                refs.append(Ref(message, q))
+        self._place(refs)
+        return True
+
     def post_part(self, plan: Plan, burst: Burst, token: object) -> bool:
         """`post` of a producer's usual plan (`_post_one`) as a part of `burst` (`core.bursts`):
         stored with the owner's other sends of this turn, settled through the burst with

@@ -179,6 +179,8 @@ class Api:
                     return "queue.get", {"name": name}, False
                 if method == "DELETE":
                     return "queue.delete", {"name": name}, False
+            case ["queues", name, "details"] if method == "GET":
+                return "queue.show", {"name": name}, False
             case ["queues", name, "messages"] if method == "GET":
                 return "queue.browse", {"name": name, "limit": _int(q.get("limit"), "limit"),
                                         "filter": q.get("filter")}, False
@@ -186,6 +188,17 @@ class Api:
                 return f"queue.{action}", {**body, "name": name}, False
             case ["overview"] if method == "GET":
                 return "overview", {}, False
+            case ["status"] if method == "GET":
+                return "status", {}, False
+            case ["diverts"] if method == "GET":
+                return "divert.list", {}, False
+            case ["subscriptions"] if method == "GET":
+                return "subscription.list", {}, False
+            case ["definitions"]:
+                if method == "GET":
+                    return "definitions.export", {}, False
+                if method == "POST":
+                    return "definitions.import", {"definitions": body}, False
             case ["connections"] if method == "GET":
                 return "connection.list", {}, False
             case ["connections", connection_id] if method == "DELETE":

@@ -16,7 +16,7 @@ from .. import __version__
 from ..core import errors as core_errors
 from ..core import limits
 from ..core.message import ANYCAST, MULTICAST
-from . import messages
+from . import definitions, inspect, messages
 from .access import UNCHECKED, Access, Caller, audit_record
 from .errors import BadRequest, Conflict, Forbidden, ManagementError, NotFound
 from .explain import explain
@@ -39,7 +39,8 @@ QUEUE_STAT_FIELDS = ("address", "queue", "routing_type", "durable", "messages", 
 NAME_ARGUMENTS = ("name", "address", "to")
 
 READ_OPERATIONS = frozenset({"queue.stat", "address.stat", "store.stat", "bridge.stat", "address.list", "queue.list",
-                             "queue.page", "queue.get", "queue.browse", "connection.list", "explain", "overview"})
+                             "queue.page", "queue.get", "queue.browse", "connection.list", "explain", "overview",
+                             "status", "queue.show", "divert.list", "subscription.list", "definitions.export"})
 
 
 def _arg(args: dict, name: str, kind: type | tuple = str, default: Any = None, required: bool = False):
@@ -138,7 +139,9 @@ class Management:
             "queue.browse": self.queue_browse, "queue.move": self.queue_move,
             "queue.retry": self.queue_retry, "connection.list": self.connection_list,
             "connection.close": self.connection_close, "explain": self.explain,
-            "overview": self.overview,
+            "overview": self.overview, "status": self.status, "queue.show": self.queue_show,
+            "divert.list": self.divert_list, "subscription.list": self.subscription_list,
+            "definitions.export": self.definitions_export, "definitions.import": self.definitions_import,
         }
 
     def call(self, operation: str, requester: str | None = None, args: dict | None = None,
@@ -281,12 +284,17 @@ class Management:
             raise BadRequest("routing_type must be anycast or multicast")
         durable = _arg(args, "durable", bool, default=True)
         filter_text = _arg(args, "filter") or None
+        # Artemis's queue attributes (optional; what `definitions import` restores)
+        max_consumers = _arg(args, "max_consumers", int, default=-1)
+        exclusive = _arg(args, "exclusive", bool, default=False)
+        last_value_key = _arg(args, "last_value_key") or None
         _access(args).require("manage", address)
         if name in self.postoffice.queues:
             raise Conflict(f"queue {name} already exists")
         messages.compile_predicate(self.postoffice, filter_text)  # a bad selector is a 400
         queue = self.postoffice.create_queue(name, address, routing_type, durable=durable,
-                                             filter_text=filter_text)
+                                             filter_text=filter_text, max_consumers=max_consumers,
+                                             exclusive=exclusive, last_value_key=last_value_key)
         answer = Deferred()
         queue.when_persisted(lambda _queue, error: answer.resolve(None if error else queue_info(queue), error))
         return answer
@@ -370,12 +378,42 @@ class Management:
         connections = self.connections.figures().get("connections", 0) \
             if _access(args).broker_wide("browse") else None
         queues = [q for q in self.postoffice.queues.values() if view is None or view(q.address.name)]
-        return {"version": __version__, "node": self.broker.container_id,
+        return {"version": __version__, "node": inspect.node_name(self.broker.config),
                 "addresses": sum(1 for a in self.postoffice.addresses.values()
                                  if not a.temporary and (view is None or view(a.name))),
                 "queues": len(queues), "messages": sum(q.message_count for q in queues),
                 "consumers": sum(len(q.consumers) for q in queues),
                 "connections": connections}
+
+    # -- the operator's views (inspect.py) and definitions (definitions.py) ------------------------------
+    def status(self, args: dict) -> dict:
+        """`hermod status`: the broker-wide parts (listeners, connections, memory) only for a
+        broker-wide reader."""
+        return inspect.status(self.broker, self.connections, args.get("view"), _access(args).broker_wide("browse"))
+
+    def queue_show(self, args: dict) -> dict:
+        """Each consumer's connection (remote address, user, container id) only for a reader of
+        the connection list, a broker-wide one, as `connection.list` needs."""
+        queue = self._readable_queue(args)
+        return inspect.queue_show(queue, self.connections if _access(args).broker_wide("browse") else None)
+
+    def divert_list(self, args: dict) -> list[dict]:
+        return inspect.divert_list(self.broker, args.get("view"))
+
+    def subscription_list(self, args: dict) -> list[dict]:
+        return inspect.subscription_list(self.broker, args.get("view"))
+
+    def definitions_export(self, args: dict) -> dict:
+        return definitions.export(self.broker, args.get("view"))
+
+    def definitions_import(self, args: dict) -> Deferred:
+        """Every address the document names is checked (`manage`) before anything is made: one
+        the caller may not manage refuses the whole import."""
+        parsed = definitions.parse(args.get("definitions"))
+        for address in definitions.touched(parsed):
+            _access(args).require("manage", address)
+        return definitions.Importer(self.broker, lambda text: messages.compile_predicate(self.postoffice, text)) \
+            .run(parsed)
 
     # -- explain -------------------------------------------------------------------------------------
     def explain(self, args: dict) -> dict:

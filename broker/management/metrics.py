@@ -55,8 +55,9 @@ class Snapshot:
                  "latency", "journal_depth", "store", "store_problem", "bridges", "resident", "open_fds")
 
     def __init__(self, broker, connection_figures: dict):
+        from .inspect import node_name
         po = broker.postoffice
-        self.node = broker.container_id
+        self.node = node_name(broker.config)  # the same across restarts (dashboards key on it)
         self.queues = list(po.queues.values())
         self.retired = dict(po.retired)
         self.connection_figures = connection_figures
@@ -146,9 +147,20 @@ def text(snap: Snapshot) -> str:
             add(f"{name} {value}")
 
     _per_queue(family, add, rows, out)
+    _per_address(family, out, snap.queues)
 
     family("artemis_connection_count", "gauge", "Connections currently open")
     add(f'artemis_connection_count{{broker="hermod"}} {conns}')
+    family("artemis_active", "gauge", "1 while the broker serves")
+    add('artemis_active{broker="hermod"} 1')
+    # Artemis's broker-wide memory gauges: bytes of messages held in memory by every address,
+    # and that as a percentage of the global limit (Hermod's max_memory_mb).
+    family("artemis_address_memory_usage", "gauge", "Memory used by all the addresses for in-memory messages")
+    add(f'artemis_address_memory_usage{{broker="hermod"}} {snap.memory_used}')
+    family("artemis_address_memory_usage_percentage", "gauge",
+           "Memory used by all the addresses as a percentage of max_memory_mb")
+    add(f'artemis_address_memory_usage_percentage{{broker="hermod"}} '
+        f'{int(100 * snap.memory_used / limit) if limit else 0}')
     family("hermod_connections", "gauge", "Connections currently open, per listener")
     per_listener = connection_figures.get("per_listener") or {"main": conns}
     out.extend(f'hermod_connections{{listener="{_label(name)}"}} {n}' for name, n in per_listener.items())
@@ -172,6 +184,37 @@ def text(snap: Snapshot) -> str:
     _bridges(family, add, snap.bridges)
     add("")
     return "\n".join(out)
+
+
+def _per_address(family, out: list, queues: list) -> None:
+    """Per address that holds queues (temporary ones aside), read from the scrape's queues, so
+    the loop copies nothing more: Artemis's `artemis_address_size` (bytes of the address's
+    messages in memory; an address without queues holds none), and the messages on its queues
+    and added to them. One pass over the queues, one over their addresses."""
+    totals: dict[str, list] = {}
+    for q in queues:
+        address = q.address
+        t = totals.get(address.name)
+        if t is None:
+            if address.temporary:
+                continue
+            totals[address.name] = [address.size, q.message_count, q.added]
+        else:
+            t[1] += q.message_count
+            t[2] += q.added
+    sizes, counts, added = [], [], []
+    for name in sorted(totals):
+        size, count, adds = totals[name]
+        labels = f'{{broker="hermod",address="{_label(name)}"}} '
+        sizes.append(f"artemis_address_size{labels}{size}")
+        counts.append(f"hermod_address_messages{labels}{count}")
+        added.append(f"hermod_address_messages_added{labels}{adds}")
+    family("artemis_address_size", "gauge", "Bytes of the address's messages held in memory")
+    out.extend(sizes)
+    family("hermod_address_messages", "gauge", "Messages on the address's queues")
+    out.extend(counts)
+    family("hermod_address_messages_added", "gauge", "Messages added to the address's queues that exist now")
+    out.extend(added)
 
 
 def _latency(family, add, histogram) -> None:

@@ -23,6 +23,10 @@ class ConnectionRegistry(Protocol):
         """Counts for /metrics: `connections`, `sessions`, `publishers`, `per_listener` (name to
         open connections) (cheap: no link details)."""
 
+    # Optional (management asks with getattr, NoConnections has neither):
+    # `listeners() -> list[dict]`: each listener, its bound port and protocols;
+    # `consumer_peers() -> dict[int, dict]`: core consumer id -> its connection and link.
+
 
 class MessageCodec(Protocol):
     def readable_body(self, encoded: bytes) -> tuple[Any, str]:

@@ -66,6 +66,28 @@ class ConnectionsView:
         return {"connections": len(live) + len(clients), "sessions": sessions, "publishers": publishers,
                 "per_listener": per_listener, "per_protocol": per_protocol}
 
+    def listeners(self) -> list[dict]:
+        """Each listener, the port it is bound to, and the protocols its front door detects
+        (`served`: those with an adapter here; the others are detected and closed)."""
+        from .server import SERVED_PROTOCOLS
+        return [{"name": l.name, "host": host, "port": port, "scheme": l.scheme,
+                 "websocket": l.websocket, "protocols": list(l.protocols),
+                 "served": [p for p in l.protocols if p in SERVED_PROTOCOLS]}
+                for l, host, port in self.server.bound_listeners()]
+
+    def consumer_peers(self) -> dict[int, dict]:
+        """Core consumer id -> the connection and link it came on (for `queue show`)."""
+        peers: dict[int, dict] = {}
+        for conn in self._live():
+            principal = conn.principal
+            for handler in list(conn.links.values()):
+                for consumer in getattr(handler, "consumers", None) or ():
+                    peers[consumer.id] = {"connection": self._id(conn), "remote": conn.peer,
+                                          "user": principal.name if principal is not None else None,
+                                          "container_id": conn.container_id, "protocol": "amqp",
+                                          "link": getattr(handler, "name", None)}
+        return peers
+
     def close_connection(self, connection_id: str) -> bool:
         for conn in self._live():
             if self._ids.get(conn) == connection_id:

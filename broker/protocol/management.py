@@ -24,7 +24,7 @@ from . import codec
 
 log = logging.getLogger("hermod.management")
 
-JSON_TEXT_ARGUMENTS = ("properties", "routing_types")
+JSON_TEXT_ARGUMENTS = ("properties", "routing_types", "definitions")
 
 
 def request_arguments(request: ProtonMessage) -> dict:
@@ -97,7 +97,9 @@ class ManagementEndpoint:
         encoded = bytes(response.encode())
         po = self.broker.postoffice
         reply = Message(encoded, codec.Envelope(encoded), reply_to, ANYCAST, None, int(time.time() * 1000))
-        po.post(po.route(reply, reply_to, None))
+        plan = po.route(reply, reply_to, None)
+        if not po.post_unordered(plan):  # a reply queue that is not temporary: in order, as any send
+            po.post(plan)
 
 
 def _json(value) -> str:

@@ -146,6 +146,19 @@ class Server:
         name, protocols, timeout_s = cfg.name, cfg.protocols, cfg.detect_timeout_ms / 1000.0
         return lambda: FrontDoor(self, name, protocols, adapters, timeout_s)
 
+    def bound_listeners(self) -> list[tuple]:
+        """(ListenerConfig, host, port) of each listener serving now, the main one first: the
+        port it is bound to (the real one when 0 was asked for)."""
+        cfg = self.broker.config
+        pairs = [(cfg.main_listener(), self._listener)] if self._listener is not None else []
+        pairs += list(zip(cfg.extra_listeners(), self._extra_listeners))
+        out = []
+        for listener, server in pairs:
+            if server.sockets:
+                host, port = server.sockets[0].getsockname()[:2]
+                out.append((listener, host, port))
+        return out
+
     def listener_names(self) -> list[str]:
         """Every listener the broker runs, by name ("main" is [server])."""
         return ["main", *(l.name for l in self.broker.config.extra_listeners())]

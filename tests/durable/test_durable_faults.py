@@ -340,6 +340,12 @@ def _get(url: str) -> tuple[int, str]:
         return e.code, e.read().decode()
 
 
+def _hermod_status(broker):
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "hermod.broker", "status", "--json", "--url", broker.url],
+                          capture_output=True, text=True, timeout=60)
+
+
 def test_health_and_store_up_tell_the_truth_during_an_outage(outage_cluster, start_broker):
     """Issue 33, finding 5: /health answered 200 `ok` while PostgreSQL was down and durable
     sends were refused, and no metric showed it."""
@@ -358,9 +364,14 @@ def test_health_and_store_up_tell_the_truth_during_an_outage(outage_cluster, sta
     answer = json.loads(body)
     assert answer["status"] == "degraded" and "unreachable" in answer["reason"]
     assert "hermod_store_up 0" in _get(base + "/metrics")[1].splitlines()
+    status = _hermod_status(broker)  # the CLI tells it too, and exits 1
+    assert status.returncode == 1, status.stderr
+    shown = json.loads(status.stdout)
+    assert shown["status"] == "degraded" and shown["store"]["up"] is False and "unreachable" in shown["reason"]
 
     outage_cluster.start()
     producer.join(timeout=30)
     assert producer.accepted == [0]
     assert _get(base + "/health")[0] == 200
     assert "hermod_store_up 1" in _get(base + "/metrics")[1].splitlines()
+    assert _hermod_status(broker).returncode == 0
