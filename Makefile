@@ -134,7 +134,7 @@ bench: $(TEST_STAMP) system-deps
 bench-openwire: $(TEST_STAMP) openwire-java activemq-deps
 	$(PY) benchmarks/openwire_stomp_bench.py --protocols openwire,amqp $(OWBENCH_ARGS)
 
-bench-stomp: $(TEST_STAMP) openwire-java activemq-deps
+bench-stomp: $(TEST_STAMP) openwire-java activemq-deps rabbitmq-deps
 	$(PY) benchmarks/openwire_stomp_bench.py --protocols stomp $(OWBENCH_ARGS)
 
 # Issue 12's long checks (minutes each; not in `make test`): >= 50 SIGKILLs per back-end during

@@ -1,6 +1,7 @@
 """`make bench-openwire` / `make bench-stomp` (issues 30 and 31): the same client programs against
 ActiveMQ Classic 5.17.2 (Debian's `activemq`, a private instance with KahaDB, tests/peers/classic.py)
-and Hermod (one port for every protocol, SQLite store by default) in one run, interleaved: each
+and Hermod (one port for every protocol, SQLite store by default), and for STOMP also RabbitMQ 3.10's
+STOMP plugin, in one run, interleaved: each
 repetition starts every broker in turn (the order rotates), warms it up, runs every scenario
 and stops it. Medians of the repetitions.
 
@@ -17,7 +18,7 @@ For every run: msg/s, deliveries/s, broker CPU seconds per 100k messages sent (u
 before its OpenWire and STOMP adapters) is reported as "not served", and the run carries on.
 
     .venv/bin/python benchmarks/openwire_stomp_bench.py [--reps 3] [--count 20000]
-        [--protocols openwire,stomp,amqp] [--scenarios openwire-q1,...] [--targets classic,hermod]
+        [--protocols openwire,stomp,amqp] [--scenarios openwire-q1,...] [--targets classic,hermod,rabbitmq]
         [--hermod-store sqlite] [--producers 8] [--classic-heap 512m]
 
 Out: benchmarks/results/openwire-stomp-STAMP.md (the table) and .json (every run).
@@ -71,6 +72,7 @@ NOT_SERVED = "not served"
 class ClassicTarget:
     name = "classic"
     protocols = ("openwire", "stomp")
+    credentials = None
 
     def __init__(self, workdir: Path, heap: str):
         self.workdir, self.heap, self.n = workdir, heap, 0
@@ -106,10 +108,50 @@ class ClassicTarget:
         return classic.version()
 
 
+class RabbitTarget:
+    """RabbitMQ 3.10 (Debian's, as bench.py starts it) with its STOMP plugin, for the STOMP
+    scenarios; the StompLoad client logs in as guest (RabbitMQ refuses an empty login)."""
+    name = "rabbitmq"
+    protocols = ("stomp",)
+    credentials = ("guest", "guest")
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.impl: q1.RabbitMQ | None = None
+        self.port, self._pid = 0, 0
+
+    def start(self) -> None:
+        self.port = q1.free_port()
+        self.impl = q1.RabbitMQ(self.workdir, plugins=("rabbitmq_stomp",),
+                                conf=f"stomp.listeners.tcp.1 = 127.0.0.1:{self.port}\n")
+        _, self._pid = self.impl.start()
+        deadline = time.monotonic() + 30
+        while not q1.port_open(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"RabbitMQ's STOMP port {self.port} not open in 30 s")
+            time.sleep(0.1)
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def stomp_port(self) -> int:
+        return self.port
+
+    def stop(self) -> None:
+        if self.impl:
+            self.impl.stop()
+            self.impl = None
+
+    def version(self) -> str:
+        return q1.RabbitMQ(self.workdir).version().replace("rabbitmq_amqp1_0", "rabbitmq_stomp")
+
+
 class HermodTarget:
     """Hermod from this work tree: the AMQP port is every protocol's port (the front door)."""
     name = "hermod"
     protocols = ("openwire", "stomp", "amqp")
+    credentials = None
 
     def __init__(self, store: str):
         self.store = store
@@ -163,8 +205,10 @@ def drive(target, sc: Scenario, count: int, dest: str, producers: int, timeout: 
                                              str(count), "--dest", dest, "--producers", str(producers),
                                              "--timeout", str(int(timeout))], timeout)
     if sc.protocol == "stomp":
+        login = ["--user", target.credentials[0], "--password", target.credentials[1]] if target.credentials else []
         return javaload.run("StompLoad", ["--port", str(target.stomp_port()), "--scenario", sc.kind, "--count",
-                                          str(count), "--dest", dest, "--timeout", str(int(timeout))], timeout)
+                                          str(count), "--dest", dest, "--timeout", str(int(timeout)), *login],
+                            timeout)
     flow = scenario_flow("q1", dest, 1, 1, 0, count)
     res = perfrun.run_flow("127.0.0.1", target.amqp_port(), flow, mode="throughput", size=1024, timeout=timeout)
     out: dict = {"msgs": res.received, "deliveries": res.received}
@@ -218,8 +262,11 @@ def cell(runs: list[dict], target: str, scenario: str, key: str, spec: str) -> s
 
 
 def table(runs: list[dict], targets: list[str], scenarios: list[str]) -> str:
-    ratio = "classic" in targets and "hermod" in targets
-    lines = ["| scenario | figure (median) | " + " | ".join(targets) + (" | hermod / classic |" if ratio else " |"),
+    """Medians per scenario and figure; the last column compares Hermod with the best of the
+    others (the fastest, or for CPU and memory the leanest)."""
+    others = [t for t in targets if t != "hermod"]
+    ratio = "hermod" in targets and bool(others)
+    lines = ["| scenario | figure (median) | " + " | ".join(targets) + (" | hermod / best other |" if ratio else " |"),
              "|---|---|" + "---|" * (len(targets) + ratio)]
     for scenario in scenarios:
         for key, label, spec in METRICS:
@@ -230,9 +277,13 @@ def table(runs: list[dict], targets: list[str], scenarios: list[str]) -> str:
                 continue
             row = f"| {scenario} | {label} | " + " | ".join(cells)
             if ratio:
-                h = [r[key] for r in runs if r["target"] == "hermod" and r["scenario"] == scenario and key in r]
-                c = [r[key] for r in runs if r["target"] == "classic" and r["scenario"] == scenario and key in r]
-                row += f" | {statistics.median(h) / statistics.median(c):.2f}x" if h and c else " | -"
+                def median(t: str) -> float | None:
+                    vals = [r[key] for r in runs if r["target"] == t and r["scenario"] == scenario and key in r]
+                    return statistics.median(vals) if vals else None
+                h = median("hermod")
+                rest = [v for v in map(median, others) if v]
+                best = (max(rest) if key.endswith("_per_s") else min(rest)) if rest else None
+                row += f" | {h / best:.2f}x" if h and best else " | -"
             lines.append(row + " |")
     for r in runs:
         if r["error"]:
@@ -251,7 +302,7 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=100000, help="messages sent per run (t4: each to 4 subscribers)")
     ap.add_argument("--protocols", default="openwire,stomp,amqp")
     ap.add_argument("--scenarios", default="", help="names from " + ",".join(SCENARIOS) + " (default: all of --protocols)")
-    ap.add_argument("--targets", default="classic,hermod")
+    ap.add_argument("--targets", default="classic,hermod,rabbitmq", help="rabbitmq: STOMP scenarios only")
     ap.add_argument("--hermod-store", default="sqlite", help="memory, sqlite or a store URL")
     ap.add_argument("--producers", type=int, default=8, help="psync: synchronous persistent producers")
     ap.add_argument("--classic-heap", default="512m", help="Classic's -Xms/-Xmx (Debian's default: 512M)")
@@ -278,8 +329,14 @@ def main(argv=None) -> int:
             targets.append(ClassicTarget(workdir, args.classic_heap))
         elif name == "hermod":
             targets.append(HermodTarget(args.hermod_store))
+        elif name == "rabbitmq":
+            if not q1.RABBITMQ_SERVER.exists():
+                print("openwire_stomp_bench: RabbitMQ not installed (make rabbitmq-deps): skipped", file=sys.stderr)
+                continue
+            targets.append(RabbitTarget(workdir))
         else:
             raise SystemExit(f"openwire_stomp_bench: unknown target {name!r}")
+    targets = [t for t in targets if {SCENARIOS[s].protocol for s in scenarios} & set(t.protocols)]
     if not targets:
         raise SystemExit("openwire_stomp_bench: nothing to measure")
     print(f"load average at the start: {q1.load_average()}", file=sys.stderr, flush=True)
