@@ -37,7 +37,7 @@ import org.apache.activemq.ActiveMQConnectionFactory;
  */
 public final class JmsScenarios {
     static final String[] ALL = {"ack-recover", "selector", "temp-reply", "durable", "transacted", "bodies",
-                                 "close-unacked"};
+                                 "close-unacked", "priority"};
     static final long WAIT_MS = 10000, NONE_MS = 1000;
     static String url;
     static final Map<String, String> TOKENS = new HashMap<>();
@@ -73,6 +73,7 @@ public final class JmsScenarios {
             case "transacted": transacted(); break;
             case "bodies": bodies(); break;
             case "close-unacked": closeUnacked(); break;
+            case "priority": priority(); break;
             default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
     }
@@ -90,7 +91,7 @@ public final class JmsScenarios {
             typedProperties(m, i);
             m.setJMSType("kind-" + i);
             m.setJMSCorrelationID("corr-" + i);
-            p.send(m, DeliveryMode.PERSISTENT, 4 + i, 0);
+            p.send(m, DeliveryMode.PERSISTENT, 6, 0);
         }
         Session c = connect(null).createSession(false, Session.CLIENT_ACKNOWLEDGE);
         MessageConsumer consumer = c.createConsumer(q);
@@ -248,6 +249,19 @@ public final class JmsScenarios {
         System.out.println("closed without ack");
         Session again = connect(null).createSession(false, Session.AUTO_ACKNOWLEDGE);
         drain("again", again.createConsumer(q));
+    }
+
+    /** Messages of mixed priorities queued before anyone consumes: the order they come in
+     *  (Classic's queues are FIFO unless prioritizedMessages is configured). */
+    static void priority() throws Exception {
+        Session s = connect(null).createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Queue q = s.createQueue("scn.priority");
+        MessageProducer p = s.createProducer(q);
+        int[] priorities = {1, 9, 4, 7, 4};
+        for (int i = 0; i < priorities.length; i++) {
+            p.send(s.createTextMessage("p" + i), DeliveryMode.PERSISTENT, priorities[i], 0);
+        }
+        drain("recv", s.createConsumer(q));
     }
 
     // -- helpers ------------------------------------------------------------------------------------
