@@ -365,9 +365,10 @@ def main(argv=None) -> int:
     versions = ", ".join(t.version() for t in targets)
     md = [f"# OpenWire and STOMP: Hermod and ActiveMQ Classic, {stamp}", "",
           f"{versions}. {args.reps} repetition(s), interleaved; {args.count:,} messages a run of 1 KiB "
-          f"(t4: to 4 subscribers each), psync {args.producers} producers; Classic with KahaDB and "
-          f"-Xmx{args.classic_heap}. Load generators: OpenWireLoad (stock ActiveMQ 5.17 JMS client), "
-          "StompLoad (Classic's StompConnection, buffered socket), hermod perf (amqp-q1).", "",
+          f"(t4: to 4 subscribers each)" + (f", psync {args.producers} producers" if "openwire-psync" in scenarios
+                                            else "")
+          + f"; Classic with KahaDB and -Xmx{args.classic_heap}. Load generators: OpenWireLoad (stock ActiveMQ "
+          "5.17 JMS client), StompLoad (Classic's StompConnection, buffered socket), hermod perf (amqp-q1).", "",
           table(runs, [t.name for t in targets], scenarios), ""]
     (out / f"openwire-stomp-{stamp}.md").write_text("\n".join(md) + "\n")
     (out / f"openwire-stomp-{stamp}.json").write_text(json.dumps({"runs": runs, "versions": versions}, indent=1))
