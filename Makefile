@@ -127,6 +127,16 @@ permission-matrix: $(TEST_STAMP)
 bench: $(TEST_STAMP) system-deps
 	$(PY) benchmarks/bench.py --setup $(BENCH_ARGS)
 
+# Issues 30 and 31: the same load generators (the stock ActiveMQ JMS client, Classic's own
+# StompConnection) against ActiveMQ Classic 5.17.2 and Hermod in one run, interleaved, medians of
+# 3, broker CPU and RSS (benchmarks/openwire_stomp_bench.py; OWBENCH_ARGS adds options, e.g.
+# "--count 20000 --reps 1"). Not in `make test`.
+bench-openwire: $(TEST_STAMP) openwire-java activemq-deps
+	$(PY) benchmarks/openwire_stomp_bench.py --protocols openwire,amqp $(OWBENCH_ARGS)
+
+bench-stomp: $(TEST_STAMP) openwire-java activemq-deps rabbitmq-deps
+	$(PY) benchmarks/openwire_stomp_bench.py --protocols stomp $(OWBENCH_ARGS)
+
 # Issue 12's long checks (minutes each; not in `make test`): >= 50 SIGKILLs per back-end during
 # mixed durable traffic, and the bystander's round trip and the broker's RSS under each flood.
 # Issue 28 adds two modes: two cluster nodes (PostgreSQL) and a bridged pair of brokers.

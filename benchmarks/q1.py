@@ -174,12 +174,14 @@ class ProtonC:
 
 
 class RabbitMQ:
-    """A private RabbitMQ node: own ports, own epmd, own mnesia/log dirs under `workdir`."""
+    """A private RabbitMQ node: own ports, own epmd, own mnesia/log dirs under `workdir`. `plugins`
+    and `conf` (lines added to rabbitmq.conf) serve other protocols' benchmarks (STOMP)."""
 
     name = "rabbitmq"
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, plugins: tuple[str, ...] = ("rabbitmq_amqp1_0",), conf: str = ""):
         self.workdir = workdir / "rabbitmq"
+        self.plugins, self.conf = plugins, conf
         self.proc = None
         self.epmd = None
         self.log = self.workdir / "stdout.log"
@@ -191,9 +193,9 @@ class RabbitMQ:
             shutil.rmtree(self.workdir)
         for d in ("mnesia", "log", "home"):
             (self.workdir / d).mkdir(parents=True)
-        (self.workdir / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
+        (self.workdir / "enabled_plugins").write_text(f"[{','.join(self.plugins)}].\n")
         # loopback_users: 'guest' (the AMQP 1.0 plugin's user for SASL ANONYMOUS) is fine on loopback.
-        (self.workdir / "rabbitmq.conf").write_text("loopback_users = none\n")
+        (self.workdir / "rabbitmq.conf").write_text("loopback_users = none\n" + self.conf)
         (self.workdir / "home" / ".erlang.cookie").write_text("HERMODQ1BENCHCOOKIE")
         os.chmod(self.workdir / "home" / ".erlang.cookie", 0o400)
         port, dist, epmd_port = free_port(), free_port(), free_port()

@@ -29,12 +29,13 @@ import org.apache.activemq.ActiveMQConnectionFactory;
  * error="..." (a connect failure starts with "connect:"). Exit status 0 only on success.
  *
  *   java -cp CLASSPATH OpenWireLoad --url tcp://127.0.0.1:61616 --scenario q1 --count 20000
- *        [--size 1024] [--producers 8] [--user U --password P] [--dest NAME] [--timeout 300]
+ *        [--size 1024] [--producers 8] [--user U --password P] [--dest NAME] [--timeout 300] [--connect-timeout 20]
  */
 public final class OpenWireLoad {
     static String url = "tcp://127.0.0.1:61616", scenario = "q1", user = null, password = null, dest = null;
     static int count = 20000, size = 1024, producers = 8;
-    static long timeoutS = 300;
+    static long timeoutS = 300, connectTimeoutS = 20;
+    static volatile long connectDeadline = 0;
     static final List<Connection> CONNECTIONS = new ArrayList<>();
 
     public static void main(String[] args) {
@@ -50,14 +51,23 @@ public final class OpenWireLoad {
                 case "--password": password = v; break;
                 case "--dest": dest = v; break;
                 case "--timeout": timeoutS = Long.parseLong(v); break;
+                case "--connect-timeout": connectTimeoutS = Long.parseLong(v); break;
                 default: fail("usage: unknown option " + args[i], 0, 0);
             }
         }
         if (dest == null) dest = "bench." + scenario;
         // A watchdog: a broker that never answers must not hang the benchmark.
+        // A watchdog: a broker that never answers must not hang the benchmark. Opening a connection
+        // has a deadline of its own (--connect-timeout), so that a port that does not serve the
+        // protocol is told apart from a slow run.
+        final long overall = System.nanoTime() + (timeoutS + 30) * 1_000_000_000L;
         Thread watchdog = new Thread(() -> {
-            try { Thread.sleep((timeoutS + 30) * 1000); } catch (InterruptedException e) { return; }
-            fail("timeout: no result in " + (timeoutS + 30) + " s", 0, 0);
+            while (true) {
+                try { Thread.sleep(100); } catch (InterruptedException e) { return; }
+                long now = System.nanoTime(), opening = connectDeadline;
+                if (opening != 0 && now > opening) fail("connect: no answer in " + connectTimeoutS + " s", 0, 0);
+                if (now > overall) fail("timeout: no result in " + (timeoutS + 30) + " s", 0, 0);
+            }
         });
         watchdog.setDaemon(true);
         watchdog.start();
@@ -77,16 +87,22 @@ public final class OpenWireLoad {
         System.exit(0);
     }
 
-    static Connection open(ActiveMQConnectionFactory factory) throws Exception {
-        Connection c;
+    /** A started connection and its one session: the ConnectionInfo and SessionInfo are answered
+     *  before this returns, so a port that does not serve OpenWire fails here, as "connect:". */
+    static Session open(ActiveMQConnectionFactory factory, AtomicReference<Throwable> error,
+                        CountDownLatch done) throws Exception {
+        connectDeadline = System.nanoTime() + connectTimeoutS * 1_000_000_000L;
         try {
-            c = user == null ? factory.createConnection() : factory.createConnection(user, password);
+            Connection c = user == null ? factory.createConnection() : factory.createConnection(user, password);
+            synchronized (CONNECTIONS) { CONNECTIONS.add(c); }
+            c.setExceptionListener(e -> { error.compareAndSet(null, e); done.countDown(); });
             c.start();
+            return c.createSession(false, Session.AUTO_ACKNOWLEDGE);
         } catch (Exception e) {
             throw new Exception("connect: " + describe(e), e);
+        } finally {
+            connectDeadline = 0;
         }
-        synchronized (CONNECTIONS) { CONNECTIONS.add(c); }
-        return c;
     }
 
     static void run(ActiveMQConnectionFactory factory, boolean persistent, int nProducers, int nConsumers,
@@ -96,14 +112,12 @@ public final class OpenWireLoad {
         final CountDownLatch done = new CountDownLatch(1);
         final AtomicReference<Throwable> error = new AtomicReference<>();
         for (int i = 0; i < nConsumers; i++) {
-            Connection c = open(factory);
-            Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Session s = open(factory, error, done);
             Destination d = topic ? s.createTopic(dest) : s.createQueue(dest);
             MessageConsumer consumer = s.createConsumer(d);
             consumer.setMessageListener(m -> {
                 if (delivered.incrementAndGet() == expected) done.countDown();
             });
-            c.setExceptionListener(e -> { error.compareAndSet(null, e); done.countDown(); });
         }
         byte[] body = new byte[size];
         for (int i = 0; i < size; i++) body[i] = (byte) ('a' + i % 26);
@@ -112,8 +126,7 @@ public final class OpenWireLoad {
         List<Session> sessions = new ArrayList<>();
         List<MessageProducer> senders = new ArrayList<>();
         for (int p = 0; p < nProducers; p++) {
-            Connection c = open(factory);
-            Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Session s = open(factory, error, done);
             MessageProducer producer = s.createProducer(topic ? s.createTopic(dest) : s.createQueue(dest));
             producer.setDeliveryMode(persistent ? DeliveryMode.PERSISTENT : DeliveryMode.NON_PERSISTENT);
             sessions.add(s);

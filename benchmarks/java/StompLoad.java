@@ -31,12 +31,13 @@ import org.apache.activemq.transport.stomp.StompFrame;
  * deliveries_per_s=D" or the same with error="..." (a connect failure starts with "connect:").
  *
  *   java -cp CLASSPATH StompLoad --host 127.0.0.1 --port 61613 --scenario q1 --count 20000
- *        [--size 1024] [--window 100] [--user U --password P] [--dest NAME] [--timeout 300] [--unbuffered]
+ *        [--size 1024] [--window 100] [--user U --password P] [--dest NAME] [--timeout 300] [--connect-timeout 20] [--unbuffered]
  */
 public final class StompLoad {
     static String host = "127.0.0.1", scenario = "q1", user = "", password = "", dest = null;
     static int port = 61613, count = 20000, size = 1024, window = 100;
-    static long timeoutS = 300;
+    static long timeoutS = 300, connectTimeoutS = 20;
+    static volatile long connectDeadline = 0;
     static boolean buffered = true;
     static final List<StompConnection> CONNECTIONS = new ArrayList<>();
 
@@ -59,13 +60,22 @@ public final class StompLoad {
                 case "--password": password = v; break;
                 case "--dest": dest = v; break;
                 case "--timeout": timeoutS = Long.parseLong(v); break;
+                case "--connect-timeout": connectTimeoutS = Long.parseLong(v); break;
                 default: fail("usage: unknown option " + args[i], 0, 0);
             }
         }
         if (dest == null) dest = "bench.stomp." + scenario;
+        // A watchdog: a broker that never answers must not hang the benchmark. Opening a connection
+        // has a deadline of its own (--connect-timeout), so that a port that does not serve the
+        // protocol is told apart from a slow run.
+        final long overall = System.nanoTime() + (timeoutS + 30) * 1_000_000_000L;
         Thread watchdog = new Thread(() -> {
-            try { Thread.sleep((timeoutS + 30) * 1000); } catch (InterruptedException e) { return; }
-            fail("timeout: no result in " + (timeoutS + 30) + " s", 0, 0);
+            while (true) {
+                try { Thread.sleep(100); } catch (InterruptedException e) { return; }
+                long now = System.nanoTime(), opening = connectDeadline;
+                if (opening != 0 && now > opening) fail("connect: no answer in " + connectTimeoutS + " s", 0, 0);
+                if (now > overall) fail("timeout: no result in " + (timeoutS + 30) + " s", 0, 0);
+            }
         });
         watchdog.setDaemon(true);
         watchdog.start();
@@ -86,12 +96,15 @@ public final class StompLoad {
 
     static StompConnection open() throws Exception {
         StompConnection c = new StompConnection();
+        connectDeadline = System.nanoTime() + connectTimeoutS * 1_000_000_000L;
         try {
             if (buffered) c.open(new BufferedSocket(host, port)); else c.open(host, port);
             c.getStompSocket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, timeoutS * 1000));
             c.connect(user, password);
         } catch (Exception e) {
             throw new Exception("connect: " + describe(e), e);
+        } finally {
+            connectDeadline = 0;
         }
         CONNECTIONS.add(c);
         return c;

@@ -189,7 +189,7 @@ class ClassicBroker:
             try:
                 self._wait_ready(timeout)
                 return self
-            except RuntimeError as e:
+            except BaseException as e:  # never leave a JVM behind, whatever stopped the wait
                 self.stop()
                 if "Address already in use" not in str(e) or attempt == attempts - 1:
                     raise
@@ -216,6 +216,7 @@ class ClassicBroker:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(cmd, cwd=self.base, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
+
     def _wait_ready(self, timeout: float) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + timeout

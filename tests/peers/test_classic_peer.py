@@ -124,3 +124,30 @@ def test_classic_keeps_persistent_messages_in_its_kahadb_across_a_restart(start_
         assert [f.body for f in frames.wait("messages", 2)] == ["kept", "marker"]  # "lost" did not survive
     finally:
         conn.disconnect()
+
+
+def test_a_port_taken_between_choosing_and_binding_gets_fresh_ports(start_classic, monkeypatch):
+    """Another process takes the chosen port before the JVM binds it: Classic logs "Address already
+    in use"; the launcher stops that JVM and starts again on fresh ports, within the same bound."""
+    import classic as classic_module
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    held = taken.getsockname()[1]
+    real = classic_module.free_port
+    calls = []
+
+    def first_taken() -> int:
+        calls.append(1)
+        return held if len(calls) == 1 else real()
+
+    monkeypatch.setattr(classic_module, "free_port", first_taken)
+    try:
+        broker = start_classic(persistent=False, protocols=("stomp",))
+    finally:
+        taken.close()
+    assert len(calls) == 2
+    assert broker.stomp_port != held
+    assert raw_connect(broker.stomp_port, "", "").startswith("CONNECTED")
+    assert "Address already in use" in broker.log.read_text()
