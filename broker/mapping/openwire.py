@@ -314,9 +314,9 @@ def from_stored(encoded: bytes, message_id: int, delivery_count: int) -> model.M
             {str(k): v for k, v in body.items()} if isinstance(body, dict) else {}
         msg.content = bodies.encode_map_body(values, compressed)
     elif kind == JMS_STREAM:
-        values = _typed_sequence_values(encoded) if n.body_kind == SEQUENCE_BODY else \
+        items: list[Any] = _typed_sequence_values(encoded) if n.body_kind == SEQUENCE_BODY else \
             list(body) if isinstance(body, list) else []
-        msg.content = bodies.encode_stream_body(values, compressed)
+        msg.content = bodies.encode_stream_body(items, compressed)
     elif kind == JMS_OBJECT:
         data = body if isinstance(body, (bytes, bytearray)) else b""
         msg.content = (bodies.deflate(bytes(data)) if compressed else bytes(data)) if data else None

@@ -38,8 +38,10 @@ def temporary_destination(conn: OpenWireConnection, info: model.DestinationInfo)
     try:
         if topic not in po.addresses:
             po.create_address(topic, {MULTICAST}, auto_created=True)
-        publish(po, Message(encoded, envelope_of(encoded), topic, MULTICAST, None, advisory.timestamp),
-                lambda error: error is not None and log.info("advisory on %s not published: %s", topic, error))
+        def done(error: BaseException | None) -> None:
+            if error is not None:
+                log.info("advisory on %s not published: %s", topic, error)
+        publish(po, Message(encoded, envelope_of(encoded), topic, MULTICAST, None, advisory.timestamp), done)
     except errors.HermodError as exc:
         log.info("advisory on %s not published: %s", topic, exc)
 

@@ -63,10 +63,10 @@ class OpenWireConnection(ClientConnection):
         self.logging_in = False
         self.waiting: list[model.DataStructure] = []  # commands read while held (login, full address)
         self.held = False
-        self.producers: dict[model.ProducerId, Producer] = {}
-        self.consumers: dict[model.ConsumerId, OpenWireConsumer] = {}
+        self.producers: dict[Any, Producer] = {}  # by ProducerId
+        self.consumers: dict[Any, OpenWireConsumer] = {}  # by ConsumerId
         self.transactions = Transactions()
-        self.txns: dict[model.TransactionId, Any] = {}
+        self.txns: dict[Any, Any] = {}  # TransactionId -> core Transaction
         self.temporary: dict[str, str] = {}  # temporary destination name -> routing type
         self.unstored = 0  # acknowledgements being stored
         self.answers: list[model.DataStructure] = []  # answers waiting for those
@@ -119,10 +119,10 @@ class OpenWireConnection(ClientConnection):
 
     # -- dispatching commands ---------------------------------------------------------------------
     def _handle(self, command: model.DataStructure) -> None:
-        handler = _HANDLERS.get(type(command))
+        handler: Callable[[OpenWireConnection, Any], Any] | None = _HANDLERS.get(type(command))
         if handler is None:
             if isinstance(command, model.Message):
-                handler = OpenWireConnection._on_message
+                handler = _on_message
             else:
                 self.answer(command)
                 return
@@ -191,7 +191,7 @@ class OpenWireConnection(ClientConnection):
         else:
             self.send_command(response)
 
-    def store_outcome(self, apply: Callable[[Callable], None], ref) -> None:
+    def store_outcome(self, apply: Callable[[Any], None], ref) -> None:
         """Apply an acknowledgement (or a dead-lettering); later answers wait for its store."""
         if not ref.durable:
             apply(None)
@@ -605,6 +605,7 @@ def message_size(msg: model.Message) -> int:
     return size
 
 
+_on_message: Callable[[OpenWireConnection, Any], Any] = OpenWireConnection._on_message
 _HANDLERS: dict[type, Callable[[OpenWireConnection, Any], Any]] = {
     model.WireFormatInfo: OpenWireConnection._on_wire_format,
     model.KeepAliveInfo: OpenWireConnection._on_keep_alive,

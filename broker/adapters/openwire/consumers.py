@@ -13,12 +13,15 @@ order, as Classic's does).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...core import links as core_links
-from ...core.message import MULTICAST
+from ...core.message import MULTICAST, Message
+from ...mapping.neutral import decode_message, encode_message, envelope_of
+from ...protocol.amqptypes import DecodeError
 from ...mapping import openwire as mapping
 from ...openwire import model
 from .destinations import destination_for
@@ -43,10 +46,10 @@ class OpenWireConsumer:
         self.prefetch = max(0, info.prefetch_size)
         self.browser = info.browser
         self.consumers: list[Consumer] = []
-        self.sent: OrderedDict[int, object] = OrderedDict()  # message id -> Ref, unacknowledged
+        self.sent: OrderedDict[int, Any] = OrderedDict()  # message id -> Ref, unacknowledged
         self.extended: set[int] = set()  # sent ids a DELIVERED ack took out of the window
         self.pulls = 0  # prefetch 0: MessagePulls not yet answered
-        self.pull_timer = None
+        self.pull_timer: asyncio.TimerHandle | None = None
         self.browse_ended = False
         self.subscription: str | None = None  # the durable subscription's queue
 
@@ -169,8 +172,8 @@ class OpenWireConsumer:
             self.refill()
             return
         if kind == INDIVIDUAL:
-            mid = ack.last_message_id.broker_sequence_id if ack.last_message_id is not None else None
-            ids = [mid] if mid in self.sent else []
+            one = ack.last_message_id.broker_sequence_id if ack.last_message_id is not None else None
+            ids = [one] if one is not None and one in self.sent else []
         else:
             ids = self._range(ack)
         if self.browser:
@@ -189,11 +192,10 @@ class OpenWireConsumer:
             if ref.consumer is None or queue.deleted:
                 continue
             if kind == POISON:
-                cause = ack.poison_cause.message if ack.poison_cause is not None else None
-                self.conn.store_outcome(lambda done, r=ref, c=cause: r.queue.reject(
-                    r, done, annotations={POISON_CAUSE: c or "poison ack"}), ref)
+                version = poisoned(ref.message, ack.poison_cause)
+                self.conn.store_outcome(_rejecter(ref, version), ref)
             else:
-                self.conn.store_outcome(lambda done, r=ref: r.queue.acknowledge(r, done), ref)
+                self.conn.store_outcome(_acknowledger(ref), ref)
         self.refill()
 
     def committed(self, mid: int) -> None:
@@ -226,4 +228,28 @@ class OpenWireConsumer:
                 "unacknowledged": len(self.sent)}
 
 
-__all__ = ["OpenWireConsumer", "POISON_CAUSE"]
+def _acknowledger(ref: Any) -> Callable[[Any], None]:
+    return lambda done: ref.queue.acknowledge(ref, done)
+
+
+def _rejecter(ref: Any, version: Message | None) -> Callable[[Any], None]:
+    return lambda done: ref.queue.reject(ref, done, version=version)
+
+
+def poisoned(message: Message, cause: model.Throwable | None) -> Message | None:
+    """The message as Classic dead-letters a poison-acked one: with the client's reason in the
+    property `dlqDeliveryFailureCause` (None: it cannot be read, dead-letter it as it is)."""
+    text = "poison ack"
+    if cause is not None:
+        text = f"{cause.class_name}: {cause.message}" if cause.message else (cause.class_name or text)
+    try:
+        n = decode_message(message.encoded)
+    except DecodeError:
+        return None
+    n.properties = [p for p in n.properties if p[0] != POISON_CAUSE] + [(POISON_CAUSE, "string", text)]
+    encoded = encode_message(n)
+    return Message(encoded, envelope_of(encoded), message.address, message.routing_type, message.container_id,
+                   message.arrival)
+
+
+__all__ = ["OpenWireConsumer", "POISON_CAUSE", "poisoned"]
