@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...core import errors
-from ...core.message import MULTICAST, Message
+from ...core.message import ANYCAST, MULTICAST, Message
 from ...core.publishing import publish
 from ...mapping import openwire as mapping
 from ...mapping.neutral import envelope_of
@@ -25,7 +25,9 @@ TEMP_QUEUE_ADVISORY = "ActiveMQ.Advisory.TempQueue"
 TEMP_TOPIC_ADVISORY = "ActiveMQ.Advisory.TempTopic"
 
 
-def temporary_destination(conn: OpenWireConnection, info: model.DestinationInfo) -> None:
+def temporary_destination(conn: OpenWireConnection, info: model.DestinationInfo,
+                          queue: str | None = None) -> None:
+    """Publish the advisory for `info` (to every subscriber, or to the subscription `queue`)."""
     topic = TEMP_QUEUE_ADVISORY if isinstance(info.destination, model.TempQueue) else TEMP_TOPIC_ADVISORY
     po = conn.broker.postoffice
     advisory = model.ActiveMQMessage(
@@ -41,9 +43,30 @@ def temporary_destination(conn: OpenWireConnection, info: model.DestinationInfo)
         def done(error: BaseException | None) -> None:
             if error is not None:
                 log.info("advisory on %s not published: %s", topic, error)
-        publish(po, Message(encoded, envelope_of(encoded), topic, MULTICAST, None, advisory.timestamp), done)
+        publish(po, Message(encoded, envelope_of(encoded), topic, MULTICAST, None, advisory.timestamp), done, queue)
     except errors.HermodError as exc:
         log.info("advisory on %s not published: %s", topic, exc)
 
 
-__all__ = ["TEMP_QUEUE_ADVISORY", "TEMP_TOPIC_ADVISORY", "temporary_destination"]
+def existing(conn: OpenWireConnection, consumers) -> None:
+    """A new subscriber of a temporary-destination advisory topic first learns every temporary
+    destination that exists (Classic's AdvisoryBroker does so; a client checks a reply-to
+    against what it learned before sending to it)."""
+    from .connection import OpenWireConnection
+    for c in consumers:
+        topic = c.queue.address.name
+        if topic not in (TEMP_QUEUE_ADVISORY, TEMP_TOPIC_ADVISORY):
+            continue
+        wanted = ANYCAST if topic == TEMP_QUEUE_ADVISORY else MULTICAST
+        for other in list(conn.server.clients):
+            if not isinstance(other, OpenWireConnection) or other.closed or other.connection_id is None:
+                continue
+            for name, rt in list(other.temporary.items()):
+                if rt != wanted:
+                    continue
+                d = model.TempQueue(name) if rt == ANYCAST else model.TempTopic(name)
+                temporary_destination(conn, model.DestinationInfo(connection_id=other.connection_id, destination=d,
+                                                                  operation_type=0), c.queue.name)
+
+
+__all__ = ["TEMP_QUEUE_ADVISORY", "TEMP_TOPIC_ADVISORY", "existing", "temporary_destination"]

@@ -418,6 +418,7 @@ class OpenWireConnection(ClientConnection):
         def ready() -> None:
             if self.closed or consumer.id not in self.consumers:
                 return
+            advisories.existing(self, consumer.consumers)
             self.answer(info)
             consumer.refill()
             if consumer.browser:

@@ -27,6 +27,7 @@ import org.apache.activemq.command.ActiveMQDestination;
  *   consumer C S DEST [selector=..] [durable=NAME] [nolocal]
  *   receive C TIMEOUT_MS      -> OK MSG k=v ... | OK NONE
  *   ack C                     (acknowledge the last message C received)
+ *   reply C S BODY            (a text message to the JMSReplyTo of the last message C received)
  *   browse S QUEUE            -> OK n body1 body2 ...
  *   commit S | rollback S | closeconsumer C | closesession S | unsubscribe S NAME
  *   tempqueue T S | temptopic T S | deletetemp T
@@ -229,6 +230,13 @@ public class OwClient {
                 return "OK " + describe(m);
             }
             case "ack": last.get(a[1]).acknowledge(); return "OK";
+            case "reply": {
+                Session s = sessions.get(a[2]);
+                MessageProducer p = s.createProducer(null);
+                p.send(last.get(a[1]).getJMSReplyTo(), s.createTextMessage(dec(a[3])));
+                p.close();
+                return "OK";
+            }
             case "browse": {
                 Session s = sessions.get(a[1]);
                 QueueBrowser b = s.createBrowser((Queue) dest(s, a[2]));

@@ -1,0 +1,212 @@
+"""OpenWire durable subscriptions (shared with AMQP by name), local transactions, temporary
+destinations with their advisories, and AMQP -> OpenWire messages, with the real Classic client."""
+from __future__ import annotations
+
+from urllib.parse import unquote_plus
+
+import pytest
+from owclient import JmsError, OwClient
+from proton import Message
+from test_ow_basic import port_of, receive_all
+from wire_helpers import DurableSubscription, connect, topic
+
+from hermod.broker.security.passwords import hash_password
+from hermod_testing import wait_for
+
+
+@pytest.fixture(scope="module")
+def broker(start_module_broker):
+    return start_module_broker()
+
+
+@pytest.fixture
+def client(broker):
+    made: list[OwClient] = []
+
+    def make(options: str = "", **login) -> OwClient:
+        c = OwClient(port_of(broker), options)
+        made.append(c)
+        c.connect(**login)
+        return c
+
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_durable_subscription_keeps_messages_while_away_and_unsubscribe_removes_it(client):
+    c = client(client_id="owcid")
+    c("session", "s", "false", "auto")
+    c("consumer", "d", "s", "topic:ow.prices", "durable=ticker")
+    c("closeconsumer", "d")
+    c("producer", "p", "s", "topic:ow.prices", "persistent")
+    c("send", "p", "text", "while-away")
+    c("consumer", "d", "s", "topic:ow.prices", "durable=ticker")
+    assert c.receive("d")["body"] == "while-away"
+    with pytest.raises(JmsError):
+        c("unsubscribe", "s", "ticker")  # in use
+    c("closeconsumer", "d")
+    c("unsubscribe", "s", "ticker")
+    c("send", "p", "text", "after")
+    c("consumer", "d", "s", "topic:ow.prices", "durable=ticker")
+    assert c.receive("d", 300) is None  # a new subscription: nothing kept for it
+    c("closeconsumer", "d")
+    c("unsubscribe", "s", "ticker")
+    with pytest.raises(JmsError) as e:
+        c("unsubscribe", "s", "ticker")
+    assert e.value.java_class == "javax.jms.InvalidDestinationException"
+
+
+def test_durable_subscription_without_client_id_is_refused(client):
+    c = client()
+    c("session", "s", "false", "auto")
+    with pytest.raises(JmsError):
+        c("consumer", "d", "s", "topic:ow.noid", "durable=x")
+
+
+def test_openwire_durable_subscription_resumed_over_amqp_and_back(broker, client):
+    c = client(client_id="shared1")
+    c("session", "s", "false", "auto")
+    c("consumer", "d", "s", "topic:ow.shared", "durable=sub")
+    c("closeconsumer", "d")
+    c("producer", "p", "s", "topic:ow.shared", "persistent")
+    c("send", "p", "text", "one")
+    conn = connect(broker.url, container_id="shared1")
+    try:
+        r = conn.create_receiver("ow.shared", name="sub", options=[topic(), DurableSubscription()])
+        m = r.receive(timeout=10)
+        r.accept()
+        assert m.body == "one"
+        r.detach()  # detached, not closed: the subscription stays
+    finally:
+        conn.close()
+    c("send", "p", "text", "two")
+    c("consumer", "d", "s", "topic:ow.shared", "durable=sub")
+    assert c.receive("d")["body"] == "two"
+
+
+def test_amqp_durable_subscription_resumed_over_openwire(broker, client):
+    conn = connect(broker.url, container_id="shared2")
+    try:
+        conn.create_receiver("ow.shared2", name="sub", options=[topic(), DurableSubscription()]).detach()
+        s = conn.create_sender("topic://ow.shared2")
+        s.send(Message(body="from-amqp", durable=True))
+    finally:
+        conn.close()
+    c = client(client_id="shared2")
+    c("session", "s", "false", "auto")
+    c("consumer", "d", "s", "topic:ow.shared2", "durable=sub")
+    assert c.receive("d")["body"] == "from-amqp"
+
+
+def test_transacted_sends_appear_only_at_commit_and_rollback_drops_them(client):
+    c = client()
+    c("session", "t", "true", "auto")
+    c("session", "a", "false", "auto")
+    c("producer", "p", "t", "queue:ow.tx", "persistent")
+    c("consumer", "c", "a", "queue:ow.tx")
+    c("send", "p", "text", "a1")
+    c("send", "p", "text", "a2")
+    assert c.receive("c", 300) is None
+    c("commit", "t")
+    assert [m["body"] for m in receive_all(c, "c", 2)] == ["a1", "a2"]
+    c("send", "p", "text", "gone")
+    c("rollback", "t")
+    c("send", "p", "text", "a3")
+    c("commit", "t")
+    assert c.receive("c")["body"] == "a3"
+    assert c.receive("c", 300) is None
+
+
+def test_transacted_receive_rolled_back_is_redelivered_and_committed_is_gone(client):
+    c = client()
+    c("session", "a", "false", "auto")
+    c("session", "t", "true", "auto")
+    c("producer", "p", "a", "queue:ow.txr", "persistent")
+    c("send", "p", "text", "r1")
+    c("consumer", "c", "t", "queue:ow.txr")
+    assert c.receive("c")["body"] == "r1"
+    c("rollback", "t")
+    m = c.receive("c")
+    assert (m["body"], m["redelivered"]) == ("r1", "true")
+    c("commit", "t")
+    c("closesession", "t")
+    c("consumer", "again", "a", "queue:ow.txr")
+    assert c.receive("again", 300) is None
+
+
+def test_temporary_queue_reply_from_another_connection_and_its_advisory(client):
+    requester = client()
+    requester("session", "s", "false", "auto")
+    requester("consumer", "adv", "s", "topic:ActiveMQ.Advisory.TempQueue")
+    shown = requester("tempqueue", "reply", "s")
+    assert shown.startswith("tempqueue:")
+    advisory = requester.receive("adv")
+    assert advisory["kind"] == "message" and advisory["type"] == "Advisory"
+    requester("consumer", "r", "s", "temp:reply")
+    requester("producer", "p", "s", "queue:ow.requests", "persistent")
+    requester("send", "p", "text", "ping", "replyto=temp:reply")
+
+    responder = client()
+    responder("session", "s", "false", "auto")
+    responder("consumer", "c", "s", "queue:ow.requests")
+    request = responder.receive("c")
+    assert request["replyto"] == unquote_plus(shown)
+    responder("reply", "c", "s", "pong")
+    assert requester.receive("r")["body"] == "pong"
+    requester("closeconsumer", "r")
+    requester("deletetemp", "reply")
+    assert requester.receive("adv")["type"] == "Advisory"  # the removal
+
+
+def test_amqp_producer_to_openwire_consumer_keeps_types_and_headers(broker, client):
+    c = client()
+    c("session", "s", "false", "auto")
+    c("consumer", "c", "s", "queue:ow.fromamqp")
+    conn = connect(broker.url)
+    try:
+        s = conn.create_sender("ow.fromamqp")
+        s.send(Message(body="text-body", correlation_id="corr-1", subject="jtype", priority=8, durable=True,
+                       reply_to="ow.replies", group_id="grp", properties={"i": 7, "b": True, "d": 1.5}))
+        s.send(Message(body=b"\x01\x02"))
+        s.send(Message(body={"k": "v", "n": 3}))
+        s.send(Message(body=["x", 2]))
+    finally:
+        conn.close()
+    text, data, mapped, seq = receive_all(c, "c", 4)
+    assert (text["kind"], text["body"], text["corr"], text["type"], text["prio"], text["group"]) == (
+        "text", "text-body", "corr-1", "jtype", "8", "grp")
+    assert text["mode"] == "2"
+    assert text["replyto"] == "queue:ow.replies"
+    assert (text["prop.i"], text["prop.b"], text["prop.d"]) == ("long:7", "boolean:true", "double:1.5")
+    assert text["id"].startswith("ID:")
+    assert (data["kind"], data["body"]) == ("bytes", "0102")
+    assert (mapped["kind"], mapped["body"]) == ("map", "k=string:v;n=long:3;")
+    assert (seq["kind"], seq["body"]) == ("stream", "string:x;int:2;")
+
+
+def test_wrong_password_is_a_jms_security_exception(start_broker):
+    b = start_broker(config='[security]\nanonymous = false\n[[security.user]]\nname = "alice"\n'
+                            f'password_hash = "{hash_password("secret", iterations=64)}"\nroles = ["admin"]\n')
+    c = OwClient(port_of(b))
+    try:
+        with pytest.raises(JmsError) as e:
+            c.connect(user="alice", password="wrong")
+        assert e.value.java_class == "javax.jms.JMSSecurityException"
+        with pytest.raises(JmsError) as e:
+            c.connect()
+        assert e.value.java_class == "javax.jms.JMSSecurityException"
+    finally:
+        c.close()
+    ok = OwClient(port_of(b))
+    try:
+        ok.connect(user="alice", password="secret")
+        ok("session", "s", "false", "auto")
+        ok("producer", "p", "s", "queue:ow.secure", "persistent")
+        ok("send", "p", "text", "in")
+        ok("consumer", "c", "s", "queue:ow.secure")
+        assert ok.receive("c")["body"] == "in"
+    finally:
+        ok.close()
+    wait_for(lambda: any("login_failed" in line or "login failed" in line for line in b.stderr_lines),
+             timeout=10, message="the failed login is logged")
