@@ -184,7 +184,7 @@ def test_a_consumer_that_never_acks_holds_only_its_prefetch(broker):
         assert hoarder.receive("c", 300) is None
         other.connect()
         other("session", "s", "false", "auto")
-        other("producer", "p", "s", "queue:raw.hoard", "nonpersistent")
+        other("producer", "p", "s", "queue:raw.hoard", "persistent")  # answered: routed before the next
         for i in range(1200):
             other("send", "p", "text", f"h{i}")
         other("consumer", "c", "s", "queue:raw.hoard")

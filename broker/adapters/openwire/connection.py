@@ -28,7 +28,7 @@ from ...mapping.neutral import envelope_of
 from ...openwire import OpenWireCodec, OpenWireError, model, wire_format_info
 from ..connection import ClientConnection
 from . import advisories
-from .consumers import OpenWireConsumer
+from .consumers import UNKNOWN, OpenWireConsumer
 from .destinations import Target, targets
 from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, JMS, SECURITY, TRANSACTION_ROLLED_BACK,
                      Refusal, exception_response)
@@ -73,6 +73,7 @@ class OpenWireConnection(ClientConnection):
         self.last_read = self.last_write = time.monotonic()
         self.monitor: asyncio.TimerHandle | None = None
         self.inactivity_s = 0.0
+        self.reserved = 0  # bytes of an unfinished command counted against the memory limit
         self.failed = True  # until a clean goodbye (RemoveInfo of the connection, ShutdownInfo)
 
     # -- bytes in and out ------------------------------------------------------------------------
@@ -88,6 +89,8 @@ class OpenWireConnection(ClientConnection):
         except OpenWireError as exc:
             self._protocol_error(str(exc))
             return
+        if not self._count_partial():
+            return
         for command in commands:
             if self.closed:
                 return
@@ -95,6 +98,23 @@ class OpenWireConnection(ClientConnection):
                 self.waiting.append(command)
                 continue
             self._handle(command)
+
+    def _count_partial(self) -> bool:
+        """A command still arriving counts against the broker's memory limit (contract: every
+        byte held for clients) from its size prefix on; one that would go over is refused and
+        the connection closed before its bytes are kept."""
+        flow = self.broker.postoffice.flow
+        wanted = self.codec.pending_bytes()
+        delta = wanted - self.reserved
+        if delta > 0:
+            if not flow.reserve(delta):
+                self._protocol_error(f"a command of {wanted} bytes would take the broker over its memory limit")
+                return False
+            self.reserved = wanted
+        elif delta < 0:
+            flow.release(-delta)
+            self.reserved = wanted
+        return True
 
     def send_command(self, command: model.DataStructure) -> None:
         if self.closed or self.transport is None:
@@ -302,21 +322,22 @@ class OpenWireConnection(ClientConnection):
 
     def _on_remove(self, info: model.RemoveInfo) -> Any:
         oid = info.object_id
+        last = info.last_delivered_sequence_id
         if isinstance(oid, model.ConsumerId):
             consumer = self.consumers.pop(oid, None)
             if consumer is not None:
-                consumer.close(failed=False)
+                consumer.close(failed=False, last_delivered=last)
         elif isinstance(oid, model.ProducerId):
             self.producers.pop(oid, None)
         elif isinstance(oid, model.SessionId):
             for cid in [c for c in self.consumers if c.connection_id == oid.connection_id
                         and c.session_id == oid.value]:
-                self.consumers.pop(cid).close(failed=False)
+                self.consumers.pop(cid).close(failed=False, last_delivered=last)
             for pid in [p for p in self.producers if p.session_id == oid.value]:
                 del self.producers[pid]
         elif isinstance(oid, model.ConnectionId):
             self.failed = False
-            self._release_all(failed=False)
+            self._release_all(failed=False, last_delivered=last)
         return None
 
     # -- producers and sends ------------------------------------------------------------------------
@@ -563,13 +584,13 @@ class OpenWireConnection(ClientConnection):
         return None
 
     # -- the end --------------------------------------------------------------------------------------
-    def _release_all(self, *, failed: bool) -> None:
+    def _release_all(self, *, failed: bool, last_delivered: int = UNKNOWN) -> None:
         for txn in list(self.txns.values()):
             txn.rollback()
         self.txns.clear()
         consumers, self.consumers = list(self.consumers.values()), {}
         for consumer in consumers:
-            consumer.close(failed=failed)
+            consumer.close(failed=failed, last_delivered=last_delivered)
         self.producers.clear()
         for name in list(self.temporary):
             rt = self.temporary[name]
@@ -583,7 +604,11 @@ class OpenWireConnection(ClientConnection):
         if self.monitor is not None:
             self.monitor.cancel()
             self.monitor = None
-        self.broker.postoffice.flow.forget(self)
+        flow = self.broker.postoffice.flow
+        flow.forget(self)
+        if self.reserved:
+            flow.release(self.reserved)
+            self.reserved = 0
         self._release_all(failed=self.failed)
 
     def writability_changed(self) -> None:

@@ -34,6 +34,17 @@ log = logging.getLogger("hermod.openwire")
 
 DELIVERED, POISON, STANDARD, REDELIVERED, INDIVIDUAL, UNMATCHED, EXPIRED = range(7)
 POISON_CAUSE = "dlqDeliveryFailureCause"
+UNKNOWN, NONE_DELIVERED = -2, -1  # RemoveInfo.lastDeliveredSequenceId: Classic's markers
+#: (queue, message id) given back by a clean close after the client's application had it: the
+#: next delivery says redelivered though no attempt was counted. Bounded (oldest forgotten).
+RETURNED: OrderedDict[tuple[str, int], bool] = OrderedDict()
+MAX_RETURNED = 100_000
+
+
+def remember_returned(queue: str, message_id: int) -> None:
+    RETURNED[(queue, message_id)] = True
+    if len(RETURNED) > MAX_RETURNED:
+        RETURNED.popitem(last=False)
 
 
 class OpenWireConsumer:
@@ -57,6 +68,8 @@ class OpenWireConsumer:
     def send(self, consumer: Consumer, ref) -> None:
         message = ref.message
         count = 0 if consumer.browser else max(0, ref.delivery_count - 1)
+        if RETURNED and RETURNED.pop((consumer.queue.name, message.id), False) and not consumer.browser:
+            count = max(count, 1)  # given back by a clean close after the client had it: redelivered
         try:
             msg = mapping.from_stored(message.encoded, message.id, count)
         except Exception as exc:  # noqa: BLE001 - one undecodable message must not stop the queue
@@ -204,9 +217,16 @@ class OpenWireConsumer:
         self.extended.discard(mid)
 
     # -- close ----------------------------------------------------------------------------------------
-    def close(self, *, failed: bool) -> None:
+    def close(self, *, failed: bool, last_delivered: int = UNKNOWN) -> None:
         """Give back what was sent and not acknowledged (counted as an attempt when the
-        connection failed) and detach; a non-durable subscription or temporary queue goes."""
+        connection failed) and detach; a non-durable subscription or temporary queue goes.
+        After a clean close, the messages the client had handed to its application (ids up to
+        `last_delivered`, its RemoveInfo's; unknown: all) come again marked redelivered, as
+        Classic does, without counting an attempt."""
+        if not failed and last_delivered != NONE_DELIVERED:
+            for mid, ref in self.sent.items():
+                if last_delivered == UNKNOWN or mid <= last_delivered:
+                    remember_returned(ref.queue.name, mid)
         if self.pull_timer is not None:
             self.pull_timer.cancel()
             self.pull_timer = None
