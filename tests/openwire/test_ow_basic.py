@@ -43,6 +43,18 @@ def receive_all(c: OwClient, consumer: str, n: int, timeout_ms: int = 5000) -> l
     return out
 
 
+def amqp_take(broker, address: str):
+    """One message taken (accepted) by an AMQP client (python-qpid-proton)."""
+    conn = connect(broker.url)
+    try:
+        r = conn.create_receiver(address)
+        m = r.receive(timeout=10)
+        r.accept()
+        return m
+    finally:
+        conn.close()
+
+
 def test_queue_send_and_receive_persistent(client):
     c = client()
     c("session", "s", "false", "auto")
@@ -273,13 +285,7 @@ def test_amqp_consumer_reads_openwire_message_in_the_jms_mapping(broker, client)
     c("producer", "p", "s", "queue:ow.toamqp", "persistent")
     mid = c("send", "p", "text", "hi", "corr=k", "type=t", "prio=6", "prop.i=int:5", "prop.s=short:2",
             "replyto=topic:ow.back", "group=g")
-    conn = connect(broker.url)
-    try:
-        r = conn.create_receiver("ow.toamqp")
-        m = r.receive(timeout=10)
-        r.accept()
-    finally:
-        conn.close()
+    m = amqp_take(broker, "ow.toamqp")
     assert m.body == "hi"
     assert m.id == mid.replace("%3A", ":")
     assert (m.correlation_id, m.subject, m.priority, m.durable, m.group_id) == ("k", "t", 6, True, "g")
@@ -348,12 +354,6 @@ def test_compressed_bodies_reach_openwire_compressed_and_amqp_plain(broker, clie
     assert c.receive("c")["body"] == "00" * 500
     c("closeconsumer", "c")
     c("send", "p", "text", "zipped-for-amqp")
-    conn = connect(broker.url)
-    try:
-        r = conn.create_receiver("ow.zip")
-        m = r.receive(timeout=10)
-        r.accept()
-    finally:
-        conn.close()
+    m = amqp_take(broker, "ow.zip")
     assert m.body == "zipped-for-amqp"
     assert not any(str(k).startswith("x-opt-hermod") for k in (m.properties or {}))
