@@ -2,6 +2,7 @@
 destinations with their advisories, and AMQP -> OpenWire messages, with the real Classic client."""
 from __future__ import annotations
 
+import queue
 from urllib.parse import unquote_plus
 
 import pytest
@@ -210,3 +211,67 @@ def test_wrong_password_is_a_jms_security_exception(start_broker):
         ok.close()
     wait_for(lambda: any("login_failed" in line or "login failed" in line for line in b.stderr_lines),
              timeout=10, message="the failed login is logged")
+
+
+POLICIES = """
+[[address_settings]]
+match = "full.fail.#"
+max_size_bytes = 3000
+address_full_policy = "fail"
+
+[[address_settings]]
+match = "full.block.#"
+max_size_bytes = 3000
+address_full_policy = "block"
+
+[[address_settings]]
+match = "noauto.#"
+auto_create_addresses = false
+auto_create_queues = false
+"""
+
+
+PAD = "." * 400
+
+
+def test_full_address_fail_is_resource_allocation_and_block_withholds_the_answer(start_broker):
+    b = start_broker(config=POLICIES)
+    c = OwClient(port_of(b))
+    blocked = OwClient(port_of(b))
+    try:
+        c.connect()
+        c("session", "s", "false", "auto")
+        c("producer", "p", "s", "queue:full.fail.q", "persistent")
+        refused = None
+        for i in range(20):
+            try:
+                c("send", "p", "text", "x" * 500)
+            except JmsError as e:
+                refused = e
+                break
+        assert refused is not None and refused.java_class == "javax.jms.ResourceAllocationException"
+        with pytest.raises(JmsError) as e:
+            c("producer", "n", "s", "queue:noauto.missing", "persistent")
+            c("send", "n", "text", "x")
+        assert e.value.java_class == "javax.jms.InvalidDestinationException"
+
+        blocked.connect()
+        blocked("session", "s", "false", "auto")
+        blocked("producer", "p", "s", "queue:full.block.q", "persistent")
+        answered = 0
+        while answered < 20:  # until the address is full: that send's answer is withheld
+            blocked.proc.stdin.write(f"send p text y{answered}{PAD}\n")
+            blocked.proc.stdin.flush()
+            try:
+                assert blocked.lines.get(timeout=1.5).startswith("OK")
+            except queue.Empty:
+                break
+            answered += 1
+        assert 0 < answered < 20
+        c("consumer", "drain", "s", "queue:full.block.q")
+        bodies = [c.receive("drain")["body"] for _ in range(answered + 1)]
+        assert bodies == [f"y{i}{PAD}" for i in range(answered + 1)]
+        assert blocked.lines.get(timeout=10).startswith("OK")  # answered once it was stored
+    finally:
+        c.close()
+        blocked.close()
