@@ -275,3 +275,76 @@ def test_full_address_fail_is_resource_allocation_and_block_withholds_the_answer
     finally:
         c.close()
         blocked.close()
+
+
+def test_answered_persistent_sends_and_durable_subscriptions_survive_a_broker_kill(start_broker, tmp_path):
+    store = f"sqlite:///{tmp_path / 'ow.db'}"
+    b = start_broker(store=store)
+    c = OwClient(port_of(b))
+    try:
+        c.connect(client_id="survivor")
+        c("session", "s", "false", "auto")
+        c("consumer", "d", "s", "topic:ow.kept", "durable=sub")
+        c("closeconsumer", "d")
+        c("producer", "p", "s", "queue:ow.kept", "persistent")
+        c("producer", "t", "s", "topic:ow.kept", "persistent")
+        for i in range(5):
+            c("send", "p", "text", f"k{i}")
+        c("send", "t", "text", "for-sub")
+    finally:
+        c.kill()
+    b.kill()
+    b = start_broker(store=store)
+    c = OwClient(port_of(b))
+    try:
+        c.connect(client_id="survivor")
+        c("session", "s", "false", "auto")
+        c("consumer", "q", "s", "queue:ow.kept")
+        assert [m["body"] for m in receive_all(c, "q", 5)] == [f"k{i}" for i in range(5)]
+        c("consumer", "d", "s", "topic:ow.kept", "durable=sub")
+        assert c.receive("d")["body"] == "for-sub"
+    finally:
+        c.close()
+
+
+def test_a_connection_dropped_mid_transaction_leaves_nothing_behind(client):
+    c = client()
+    c("session", "t", "true", "auto")
+    c("producer", "p", "t", "queue:ow.midtx", "persistent")
+    c("send", "p", "text", "never")
+    c.kill()
+    d = client()
+    d("session", "s", "false", "auto")
+    d("consumer", "c", "s", "queue:ow.midtx")
+    assert d.receive("c", 500) is None
+
+
+def test_no_local_subscriber_does_not_get_its_own_connections_messages(client):
+    c = client()
+    other = client()
+    c("session", "s", "false", "auto")
+    c("consumer", "mine", "s", "topic:ow.nolocal", "nolocal")
+    c("producer", "p", "s", "topic:ow.nolocal", "persistent")
+    c("send", "p", "text", "own")
+    other("session", "s", "false", "auto")
+    other("producer", "p", "s", "topic:ow.nolocal", "persistent")
+    other("send", "p", "text", "theirs")
+    assert c.receive("mine")["body"] == "theirs"
+    assert c.receive("mine", 300) is None
+
+
+def test_an_openwire_only_listener_serves_the_java_client(start_broker):
+    b = start_broker(config='[[listener]]\nname = "ow"\nport = 0\nprotocols = ["openwire"]\n')
+    line = next(x for x in b.stdout_lines if "hermod listener ow on" in x)
+    assert "openwire://" in line
+    port = int(line.strip().rsplit(":", 1)[1])
+    c = OwClient(port)
+    try:
+        c.connect()
+        c("session", "s", "false", "auto")
+        c("producer", "p", "s", "queue:ow.listener", "persistent")
+        c("send", "p", "text", "via-listener")
+        c("consumer", "c", "s", "queue:ow.listener")
+        assert c.receive("c")["body"] == "via-listener"
+    finally:
+        c.close()
