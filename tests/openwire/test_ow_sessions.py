@@ -348,3 +348,62 @@ def test_an_openwire_only_listener_serves_the_java_client(start_broker):
         assert c.receive("c")["body"] == "via-listener"
     finally:
         c.close()
+
+
+def test_xa_prepare_outlives_its_connection_and_recover_lists_it_then_commit(broker):
+    """XAResource over OpenWire: work inside a branch is invisible until commit; a prepared branch
+    is listed by RECOVER from another connection, which commits it (two-phase)."""
+    port = port_of(broker)
+    c = OwClient(port)
+    other = OwClient(port)
+    watcher = OwClient(port)
+    try:
+        c("xaconnect", c.url.replace(":", "%3A").replace("/", "%2F"))
+        c("xasession", "x")
+        c("producer", "p", "x", "queue:ow.xa", "persistent")
+        c("xastart", "x", "g1")
+        c("send", "p", "text", "xa-1")
+        c("xaend", "x", "g1")
+        assert c("xaprepare", "x", "g1") == "0"  # XA_OK
+        c("xastart", "x", "g2")
+        c("send", "p", "text", "xa-2")
+        c("xaend", "x", "g2")
+        c("xacommit", "x", "g2", "true")  # one phase
+        c("xastart", "x", "g3")
+        c("xaend", "x", "g3")
+        assert c("xaprepare", "x", "g3") == "3"  # XA_RDONLY: nothing to commit
+        watcher.connect()
+        watcher("session", "s", "false", "auto")
+        watcher("consumer", "w", "s", "queue:ow.xa")
+        assert watcher.receive("w")["body"] == "xa-2"
+        assert watcher.receive("w", 300) is None  # g1 prepared, not committed
+        c.kill()  # the prepared branch outlives its connection
+        other("xaconnect", other.url.replace(":", "%3A").replace("/", "%2F"))
+        other("xasession", "x")
+        assert other("xarecover", "x") == "g1"
+        other("xacommit", "x", "g1", "false")
+        assert watcher.receive("w")["body"] == "xa-1"
+        assert other("xarecover", "x") == ""
+    finally:
+        c.close()
+        other.close()
+        watcher.close()
+
+
+def test_xa_rollback_of_a_prepared_branch_drops_its_sends(broker):
+    c = OwClient(port_of(broker))
+    try:
+        c("xaconnect", c.url.replace(":", "%3A").replace("/", "%2F"))
+        c("xasession", "x")
+        c("producer", "p", "x", "queue:ow.xarb", "persistent")
+        c("xastart", "x", "r1")
+        c("send", "p", "text", "gone")
+        c("xaend", "x", "r1")
+        assert c("xaprepare", "x", "r1") == "0"
+        c("xarollback", "x", "r1")
+        c("session", "s", "false", "auto")
+        c("consumer", "w", "s", "queue:ow.xarb")
+        assert c.receive("w", 300) is None
+        assert c("xarecover", "x") == ""
+    finally:
+        c.close()

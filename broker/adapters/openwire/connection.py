@@ -27,10 +27,10 @@ from ...mapping import openwire as mapping
 from ...mapping.neutral import envelope_of
 from ...openwire import OpenWireCodec, OpenWireError, model, wire_format_info
 from ..connection import ClientConnection
-from . import advisories
+from . import advisories, xa
 from .consumers import UNKNOWN, OpenWireConsumer
 from .destinations import Target, targets
-from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, JMS, SECURITY, TRANSACTION_ROLLED_BACK,
+from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, JMS, SECURITY, TRANSACTION_ROLLED_BACK, XA,
                      Refusal, exception_response)
 
 log = logging.getLogger("hermod.openwire")
@@ -502,46 +502,69 @@ class OpenWireConnection(ClientConnection):
     def _on_transaction(self, info: model.TransactionInfo) -> Any:
         tid = info.transaction_id
         kind = info.type
-        if isinstance(tid, model.XATransactionId) or kind in (PREPARE, COMMIT_TWO_PHASE, FORGET):
-            if kind == RECOVER:
-                self._send_answer(model.DataArrayResponse(correlation_id=info.command_id, data=()))
-                return LATER
-            if kind == END:
-                return None
-            raise Refusal("javax.transaction.xa.XAException", "XA transactions are not supported by this broker")
         if kind == RECOVER:
-            self._send_answer(model.DataArrayResponse(correlation_id=info.command_id, data=()))
+            ids = tuple(xa.prepared(self.broker))
+            self._send_answer(model.DataArrayResponse(correlation_id=info.command_id, data=ids))
             return LATER
         if kind == BEGIN:
-            if tid in self.txns:
-                raise Refusal(JMS, f"transaction {tid} is already open")
-            txn = self.transactions.declare(owner=self, postoffice=self.broker.postoffice)
-            self.txns[tid] = txn
+            if tid in self.txns or tid in xa.prepared(self.broker):
+                raise Refusal(XA if isinstance(tid, model.XATransactionId) else JMS, f"transaction {tid} is already open")
+            self.txns[tid] = self.transactions.declare(owner=self, postoffice=self.broker.postoffice)
             return None
         if kind == END:
             return None
+        if kind == PREPARE:
+            return self._prepare(info)
+        if kind == FORGET:
+            xa.prepared(self.broker).pop(tid, None)
+            return None
         txn = self.txns.pop(tid, None)
+        if txn is None and kind in (COMMIT_TWO_PHASE, ROLLBACK):
+            txn = xa.prepared(self.broker).pop(tid, None)
         if txn is None:
-            if kind == ROLLBACK:
+            if kind == ROLLBACK and not isinstance(tid, model.XATransactionId):
                 return None
-            raise Refusal(TRANSACTION_ROLLED_BACK, f"unknown transaction {tid}")
+            raise Refusal(XA if isinstance(tid, model.XATransactionId) else TRANSACTION_ROLLED_BACK,
+                          f"unknown transaction {tid}")
         self.transactions.active.pop(txn.id, None)
         if kind == ROLLBACK:
             txn.rollback()
             return None
+        self._commit(info, txn)
+        return LATER
 
+    def _prepare(self, info: model.TransactionInfo) -> Any:
+        tid = info.transaction_id
+        if not isinstance(tid, model.XATransactionId):
+            raise Refusal(JMS, "PREPARE of a local transaction")
+        txn = self.txns.pop(tid, None)
+        if txn is None:
+            raise Refusal(XA, f"unknown XA transaction {tid}")
+        self.transactions.active.pop(txn.id, None)
+        if txn.rollback_cause is not None:
+            cause = txn.rollback_cause
+            txn.rollback()
+            raise Refusal(XA, f"rolled back: {cause}")
+        if xa.is_empty(txn):
+            result = xa.XA_RDONLY
+        else:
+            xa.prepared(self.broker)[tid] = txn
+            result = xa.XA_OK
+        self._send_answer(model.IntegerResponse(correlation_id=info.command_id, result=result))
+        return LATER
+
+    def _commit(self, info: model.TransactionInfo, txn) -> None:
         def committed(error: BaseException | None) -> None:
             for a in txn.acquired:
-                if a.handle is not None:
+                if a.handle is not None and error is None:
                     consumer, mid = a.handle
-                    if error is None:
-                        consumer.committed(mid)
+                    consumer.committed(mid)
             for consumer in self.consumers.values():
                 consumer.refill()
-            self.answer(info, None if error is None else Refusal(TRANSACTION_ROLLED_BACK, f"commit failed: {error}"))
+            kind = XA if isinstance(info.transaction_id, model.XATransactionId) else TRANSACTION_ROLLED_BACK
+            self.answer(info, None if error is None else Refusal(kind, f"commit failed: {error}"))
 
         txn.commit(self.broker.postoffice, committed)
-        return LATER
 
     # -- temporary destinations ------------------------------------------------------------------------
     def _on_destination_info(self, info: model.DestinationInfo) -> Any:

@@ -16,6 +16,7 @@ INVALID_CLIENT_ID = "javax.jms.InvalidClientIDException"
 ILLEGAL_STATE = "javax.jms.IllegalStateException"
 TRANSACTION_ROLLED_BACK = "javax.jms.TransactionRolledBackException"
 JMS = "javax.jms.JMSException"
+XA = "javax.transaction.xa.XAException"
 IO = "java.io.IOException"
 
 _TABLE: tuple[tuple[type[BaseException], str], ...] = (

@@ -31,6 +31,8 @@ import org.apache.activemq.command.ActiveMQDestination;
  *   browse S QUEUE            -> OK n body1 body2 ...
  *   commit S | rollback S | closeconsumer C | closesession S | unsubscribe S NAME
  *   tempqueue T S | temptopic T S | deletetemp T
+ *   xaconnect URL | xasession S | xastart S GTRID | xaend S GTRID | xaprepare S GTRID
+ *   xacommit S GTRID ONEPHASE | xarollback S GTRID | xarecover S
  *   close | halt
  */
 public class OwClient {
@@ -40,6 +42,17 @@ public class OwClient {
     static final Map<String, MessageConsumer> consumers = new HashMap<>();
     static final Map<String, Message> last = new HashMap<>();
     static final Map<String, Destination> temps = new HashMap<>();
+    static XAConnection xaConnection;
+    static final Map<String, XASession> xaSessions = new HashMap<>();
+
+    /** A Xid named by its global transaction id (format 1, branch "b"). */
+    static class OwXid implements javax.transaction.xa.Xid {
+        final byte[] gtrid;
+        OwXid(String g) { gtrid = g.getBytes(StandardCharsets.UTF_8); }
+        public int getFormatId() { return 1; }
+        public byte[] getGlobalTransactionId() { return gtrid; }
+        public byte[] getBranchQualifier() { return "b".getBytes(StandardCharsets.UTF_8); }
+    }
 
     static String enc(Object o) {
         return o == null ? "-" : URLEncoder.encode(String.valueOf(o), StandardCharsets.UTF_8);
@@ -259,6 +272,30 @@ public class OwClient {
                 Destination d = temps.remove(a[1]);
                 if (d instanceof TemporaryQueue) ((TemporaryQueue) d).delete(); else ((TemporaryTopic) d).delete();
                 return "OK";
+            }
+            case "xaconnect": {
+                org.apache.activemq.ActiveMQXAConnectionFactory f = new org.apache.activemq.ActiveMQXAConnectionFactory(dec(a[1]));
+                xaConnection = f.createXAConnection();
+                xaConnection.start();
+                connection = xaConnection;
+                return "OK";
+            }
+            case "xasession": {
+                XASession x = xaConnection.createXASession();
+                xaSessions.put(a[1], x);
+                sessions.put(a[1], x.getSession());
+                return "OK";
+            }
+            case "xastart": xaSessions.get(a[1]).getXAResource().start(new OwXid(a[2]), javax.transaction.xa.XAResource.TMNOFLAGS); return "OK";
+            case "xaend": xaSessions.get(a[1]).getXAResource().end(new OwXid(a[2]), javax.transaction.xa.XAResource.TMSUCCESS); return "OK";
+            case "xaprepare": return "OK " + xaSessions.get(a[1]).getXAResource().prepare(new OwXid(a[2]));
+            case "xacommit": xaSessions.get(a[1]).getXAResource().commit(new OwXid(a[2]), Boolean.parseBoolean(a[3])); return "OK";
+            case "xarollback": xaSessions.get(a[1]).getXAResource().rollback(new OwXid(a[2])); return "OK";
+            case "xarecover": {
+                StringBuilder sb = new StringBuilder();
+                for (javax.transaction.xa.Xid x : xaSessions.get(a[1]).getXAResource().recover(javax.transaction.xa.XAResource.TMSTARTRSCAN))
+                    sb.append(' ').append(new String(x.getGlobalTransactionId(), StandardCharsets.UTF_8));
+                return "OK" + sb;
             }
             case "close": connection.close(); return "OK";
             case "halt": System.out.println("OK"); System.out.flush(); Runtime.getRuntime().halt(0); return "OK";
