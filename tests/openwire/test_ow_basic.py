@@ -357,3 +357,37 @@ def test_compressed_bodies_reach_openwire_compressed_and_amqp_plain(broker, clie
     m = amqp_take(broker, "ow.zip")
     assert m.body == "zipped-for-amqp"
     assert not any(str(k).startswith("x-opt-hermod") for k in (m.properties or {}))
+
+
+def test_every_openwire_body_type_reaches_amqp_in_the_jms_mapping(broker, client):
+    c = client()
+    c("session", "s", "false", "auto")
+    c("producer", "p", "s", "queue:ow.bodies.amqp", "persistent")
+    c("send", "p", "bytes", "0102")
+    c("send", "p", "map", "a%3Dint%3A1%3Bb%3Dstring%3Ax")
+    c("send", "p", "stream", "int%3A1%3Bstring%3Az")
+    c("send", "p", "object", "obj")
+    c("send", "p", "message", "-")
+    data, mapped, stream, obj, plain = (amqp_take(broker, "ow.bodies.amqp") for _ in range(5))
+    assert data.body == b"\x01\x02" and data.annotations["x-opt-jms-msg-type"] == 3
+    assert mapped.body == {"a": 1, "b": "x"} and mapped.annotations["x-opt-jms-msg-type"] == 2
+    assert stream.body == [1, "z"] and stream.annotations["x-opt-jms-msg-type"] == 4
+    assert obj.content_type == "application/x-java-serialized-object" and obj.annotations["x-opt-jms-msg-type"] == 1
+    assert plain.body is None and plain.annotations["x-opt-jms-msg-type"] == 0
+    for m in (data, mapped, stream, obj, plain):
+        assert not any(str(k).startswith("x-opt-hermod") for k in (m.properties or {}))
+
+
+def test_temporary_topic_is_served_and_removed(client):
+    c = client()
+    c("session", "s", "false", "auto")
+    c("consumer", "adv", "s", "topic:ActiveMQ.Advisory.TempTopic")
+    c("temptopic", "tt", "s")
+    assert c.receive("adv")["type"] == "Advisory"
+    c("consumer", "sub", "s", "temp:tt")
+    c("producer", "p", "s", "temp:tt", "nonpersistent")
+    c("send", "p", "text", "to-temp-topic")
+    assert c.receive("sub")["body"] == "to-temp-topic"
+    c("closeconsumer", "sub")
+    c("deletetemp", "tt")
+    assert c.receive("adv")["type"] == "Advisory"
