@@ -63,6 +63,7 @@ class OpenWireConnection(ClientConnection):
         self.logging_in = False
         self.waiting: list[model.DataStructure] = []  # commands read while held (login, full address)
         self.held = False
+        self.reading = True  # the socket is read (see _update_reading)
         self.producers: dict[Any, Producer] = {}  # by ProducerId
         self.consumers: dict[Any, OpenWireConsumer] = {}  # by ConsumerId
         self.transactions = Transactions()
@@ -161,8 +162,7 @@ class OpenWireConnection(ClientConnection):
         if result is BLOCKED:
             self.held = True
             self.waiting.insert(0, command)
-            if self.transport is not None:
-                self.transport.pause_reading()
+            self._update_reading()
             self.broker.postoffice.flow.wait(self, self._resume)
             return
         if result is not LATER:
@@ -172,8 +172,7 @@ class OpenWireConnection(ClientConnection):
         if self.closed:
             return
         self.held = False
-        if self.transport is not None:
-            self.transport.resume_reading()
+        self._update_reading()
         self._drain_waiting()
 
     def _drain_waiting(self) -> None:
@@ -278,6 +277,7 @@ class OpenWireConnection(ClientConnection):
             self.close()
             return LATER
         self.logging_in = True
+        self._update_reading()  # nothing more is read until the login is decided
         self.loop.create_task(self._login(info))
         return LATER
 
@@ -289,10 +289,12 @@ class OpenWireConnection(ClientConnection):
         self.logging_in = False
         if self.closed:
             return
+        self._update_reading()
         if principal is None:
             self._refuse(info, Refusal(SECURITY, f"User name [{info.user_name}] or password is invalid. ({why})"))
             self.loop.call_later(0.1, self.close)
             self.held = True  # read nothing more
+            self._update_reading()
             return
         client_id = info.client_id
         if client_id and any(isinstance(c, OpenWireConnection) and c is not self and c.client_id == client_id
@@ -300,6 +302,7 @@ class OpenWireConnection(ClientConnection):
             self._refuse(info, Refusal(INVALID_CLIENT_ID, f"Broker: hermod - Client: {client_id} already connected"))
             self.loop.call_later(0.1, self.close)
             self.held = True
+            self._update_reading()
             return
         self.client_id = client_id
         self.connection_id = info.connection_id
@@ -637,6 +640,19 @@ class OpenWireConnection(ClientConnection):
     def writability_changed(self) -> None:
         for consumer in self.consumers.values():
             consumer.set_blocked(not self.writable)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read from the socket only while commands can be handled and answered: not during the
+        login, not while a send waits for room (`block`), not while the client does not read
+        what it is sent (its answers would pile up in the broker)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        want = not (self.held or self.logging_in) and self.writable
+        if want != self.reading:
+            self.reading = want
+            (transport.resume_reading if want else transport.pause_reading)()
 
     def describe_links(self) -> list[dict]:
         return [c.describe() for c in self.consumers.values()] + [
