@@ -3,6 +3,8 @@ destinations with their advisories, and AMQP -> OpenWire messages, with the real
 from __future__ import annotations
 
 import queue
+import sys
+from pathlib import Path
 from urllib.parse import unquote_plus
 
 import pytest
@@ -405,5 +407,28 @@ def test_xa_rollback_of_a_prepared_branch_drops_its_sends(broker):
         c("consumer", "w", "s", "queue:ow.xarb")
         assert c.receive("w", 300) is None
         assert c("xarecover", "x") == ""
+    finally:
+        c.close()
+
+
+def test_openwire_connections_are_listed_and_closed_by_management(broker):
+    sys.path.insert(0, str(Path(__file__).parent.parent / "http"))
+    from http_helpers import call, http_url
+    base = http_url(broker)
+    c = OwClient(port_of(broker))
+    try:
+        c.connect(client_id="listed-ow")
+        c("session", "s", "false", "auto")
+        c("consumer", "c", "s", "queue:ow.listed")
+        status, conns = call(base, "GET", "/api/connections")
+        mine = next(x for x in conns if x["container_id"] == "listed-ow")
+        assert mine["protocol"] == "openwire" and mine["remote"].startswith("127.0.0.1:")
+        assert any(link["address"] == "ow.listed" for link in mine["links"])
+        assert call(base, "DELETE", f"/api/connections/{mine['id']}") == (204, None)
+        wait_for(lambda: all(x["container_id"] != "listed-ow" for x in call(base, "GET", "/api/connections")[1]),
+                 message="the closed connection to leave the list")
+        with pytest.raises((JmsError, EOFError)):
+            c("producer", "p", "s", "queue:ow.listed", "persistent")
+            c("send", "p", "text", "after-close")
     finally:
         c.close()
