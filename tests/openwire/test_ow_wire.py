@@ -197,3 +197,50 @@ def test_a_consumer_that_never_acks_holds_only_its_prefetch(broker):
     finally:
         hoarder.close()
         other.close()
+
+
+def test_a_client_that_never_reads_gets_no_more_than_its_socket_holds(broker):
+    """Prefetch 100,000 and a socket never read: dispatch stops once the broker's write buffer is
+    over its mark (bounded memory), the messages stay on the queue, and other clients carry on."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent.parent / "http"))
+    from http_helpers import call, http_url
+
+    sender = OwClient(port_of(broker))
+    try:
+        sender.connect()
+        sender("session", "s", "false", "auto")
+        sender("producer", "p", "s", "queue:raw.unread", "persistent")
+        body = "x" * 30_000
+        for _ in range(300):  # 9 MB
+            sender("send", "p", "text", body)
+        c = connected(broker)
+        try:
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            c.send(model.SessionInfo(command_id=2, session_id=model.SessionId("ID:raw-1", 1)))
+            c.send(model.ConsumerInfo(command_id=3, response_required=True,
+                                      consumer_id=model.ConsumerId("ID:raw-1", 1, 1),
+                                      destination=model.Queue("raw.unread"), prefetch_size=100_000))
+            base = http_url(broker)
+
+            def delivering() -> int:
+                rows = call(base, "GET", "/api/queues")[1]
+                return next(r["delivering"] for r in rows if r["name"] == "raw.unread")
+
+            deadline = time.monotonic() + 5
+            seen = []
+            while time.monotonic() < deadline:  # until the count settles (a bound, not a pause)
+                seen.append(delivering())
+                if len(seen) > 5 and seen[-1] == seen[-5] and seen[-1] > 0:
+                    break
+                time.sleep(0.2)
+            assert 0 < seen[-1] < 200, seen  # ~1 MB of writes plus the socket buffers, not 300
+            sender("consumer", "other", "s", "queue:raw.unread.bystander")
+            sender("producer", "q", "s", "queue:raw.unread.bystander", "persistent")
+            sender("send", "q", "text", "still-served")
+            assert sender.receive("other")["body"] == "still-served"
+        finally:
+            c.close()
+    finally:
+        sender.close()
