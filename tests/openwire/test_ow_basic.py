@@ -224,6 +224,10 @@ def test_selector_and_invalid_selector(client):
     with pytest.raises(JmsError) as e:
         c("consumer", "bad", "s", "queue:ow.sel", "selector=color%20%3D%3D%3D")
     assert e.value.java_class == "javax.jms.InvalidSelectorException"
+    long_selector = "a%3D1" + "%20OR%20a%3D1" * 3000  # 17 KB: over the contract's 16 KiB
+    with pytest.raises(JmsError) as e:
+        c("consumer", "long", "s", "queue:ow.sel", f"selector={long_selector}")
+    assert e.value.java_class == "javax.jms.InvalidSelectorException" and "16384" in e.value.message
 
 
 def test_browser_sees_without_taking(client):

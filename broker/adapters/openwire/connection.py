@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from ...core import errors, links as core_links
+from ...core import errors, limits, links as core_links
 from ...core.address import QueuePurpose
 from ...core.message import ANYCAST, MULTICAST, Message
 from ...core.publishing import blocked, publish
@@ -30,7 +30,7 @@ from ..connection import ClientConnection
 from . import advisories, xa
 from .consumers import UNKNOWN, OpenWireConsumer
 from .destinations import Target, targets
-from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, JMS, SECURITY, TRANSACTION_ROLLED_BACK, XA,
+from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, INVALID_SELECTOR, JMS, SECURITY, TRANSACTION_ROLLED_BACK, XA,
                      Refusal, exception_response)
 
 log = logging.getLogger("hermod.openwire")
@@ -410,6 +410,10 @@ class OpenWireConnection(ClientConnection):
         consumer = OpenWireConsumer(self, info)
         parts = targets(info.destination)
         broker = self.broker
+        try:
+            limits.check_selector(info.selector)
+        except errors.InvalidField as exc:
+            raise Refusal(INVALID_SELECTOR, str(exc)) from None
         predicate = broker.compile_consumer_selector(info.selector) if info.selector else None
         durable = bool(info.subscription_name) and isinstance(info.destination, model.Topic)
         if durable and not self.client_id:
