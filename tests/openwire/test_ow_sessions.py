@@ -432,3 +432,24 @@ def test_openwire_connections_are_listed_and_closed_by_management(broker):
             c("send", "p", "text", "after-close")
     finally:
         c.close()
+
+
+def test_refused_asynchronous_sends_still_give_the_producer_window_its_room(start_broker):
+    """Non-persistent sends under a 4 KiB producer window to a full `fail` address, and to a
+    missing one: each refusal is answered with a ProducerAck too, so the producer never blocks."""
+    b = start_broker(config=POLICIES)
+    c = OwClient(port_of(b), "jms.producerWindowSize=4096")
+    try:
+        c.connect()
+        c("session", "s", "false", "auto")
+        c("producer", "p", "s", "queue:full.fail.window", "nonpersistent")
+        for i in range(40):
+            c("send", "p", "text", f"w{i}{PAD}", timeout=10)
+        c("producer", "anon", "s", "-", "nonpersistent")
+        for i in range(40):  # refused before routing: no such address, auto-create off
+            c("send", "anon", "text", f"n{i}{PAD}", "to=queue:noauto.window", timeout=10)
+        c("consumer", "c", "s", "queue:full.fail.window")
+        kept = receive_all(c, "c", 1)
+        assert kept[0]["body"] == f"w0{PAD}"
+    finally:
+        c.close()

@@ -190,10 +190,12 @@ class OpenWireConnection(ClientConnection):
             self._send_answer(exception_response(command.command_id, exc))
         else:
             log.info("openwire %s: %s refused: %s", self.peer, type(command).__name__, exc)
-            if isinstance(command, model.Message) and command.transaction_id is not None:
-                txn = self.txns.get(command.transaction_id)
-                if txn is not None:
-                    txn.mark_rollback_only(exc)
+            if isinstance(command, model.Message):
+                if command.transaction_id is not None:
+                    txn = self.txns.get(command.transaction_id)
+                    if txn is not None:
+                        txn.mark_rollback_only(exc)
+                self._ack_window(command)  # a producer window gets its room back all the same
 
     def answer(self, command, exc: BaseException | None = None) -> None:
         """Answer `command` if it asked for an answer."""
@@ -399,6 +401,11 @@ class OpenWireConnection(ClientConnection):
         if error is not None:
             log.info("openwire %s: asynchronous send to %s refused: %s", self.peer,
                      msg.destination.physical_name if msg.destination else None, error)
+        self._ack_window(msg)
+
+    def _ack_window(self, msg: model.Message) -> None:
+        """An asynchronous send under a producer window is answered with a ProducerAck once it
+        is done with (stored, or refused): the client's window has room for the next ones."""
         producer = self.producers.get(msg.producer_id) if msg.producer_id is not None else None
         if producer is not None and producer.window > 0:
             self.send_command(model.ProducerAck(producer_id=msg.producer_id, size=message_size(msg)))
