@@ -20,37 +20,23 @@ from typing import Any, Callable
 
 from ...core import errors, limits, links as core_links
 from ...core.address import QueuePurpose
-from ...core.message import ANYCAST, MULTICAST, Message
-from ...core.publishing import blocked, publish
+from ...core.message import ANYCAST
 from ...core.transactions import Transactions
-from ...mapping import openwire as mapping
-from ...mapping.neutral import envelope_of
 from ...openwire import OpenWireCodec, OpenWireError, model, wire_format_info
 from ..connection import ClientConnection
-from . import advisories, xa
+from . import advisories
+from .commands import BLOCKED, LATER
+from .producers import Producer, ProducerCommands
+from .temporary import TemporaryDestinations
+from .transactions import TransactionCommands
 from .consumers import UNKNOWN, OpenWireConsumer
-from .destinations import Target, targets
-from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, INVALID_SELECTOR, JMS, SECURITY, TRANSACTION_ROLLED_BACK, XA,
-                     Refusal, exception_response)
+from .destinations import targets
+from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, INVALID_SELECTOR, JMS, SECURITY, Refusal, exception_response)
 
 log = logging.getLogger("hermod.openwire")
 
-LATER = object()  # a handler that answers by itself
-BLOCKED = object()  # a send that must wait for room (the `block` policy)
-MIN_MESSAGE_SIZE = 1024  # Classic's ActiveMQMessage.DEFAULT_MINIMUM_MESSAGE_SIZE (ProducerAck sizes)
 
-BEGIN, PREPARE, COMMIT_ONE_PHASE, COMMIT_TWO_PHASE, ROLLBACK, RECOVER, FORGET, END = range(8)
-
-
-class Producer:
-    __slots__ = ("info", "window")
-
-    def __init__(self, info: model.ProducerInfo) -> None:
-        self.info = info
-        self.window = info.window_size
-
-
-class OpenWireConnection(ClientConnection):
+class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestinations, ClientConnection):
     protocol_name = "openwire"
 
     def __init__(self, server, listener) -> None:
@@ -345,71 +331,6 @@ class OpenWireConnection(ClientConnection):
             self._release_all(failed=False, last_delivered=last)
         return None
 
-    # -- producers and sends ------------------------------------------------------------------------
-    def _on_producer_info(self, info: model.ProducerInfo) -> Any:
-        if info.destination is not None:
-            for t in targets(info.destination):
-                self._resolve(t)
-        self.producers[info.producer_id] = Producer(info)
-        return None
-
-    def _resolve(self, t: Target) -> tuple[str, str | None, str | None]:
-        """Check `send` and find (or auto-create) where a message for `t` goes."""
-        broker = self.broker
-        if t.temporary and t.address in self.temporary:
-            return t.address, t.routing_type, None
-        with broker.acting_as(self.principal):
-            return broker.relay_target(t.address, t.routing_type, t.queue)
-
-    def _on_message(self, msg: model.Message) -> Any:
-        parts = targets(msg.destination)
-        po = self.broker.postoffice
-        resolved = [self._resolve(t) for t in parts]
-        for address, _rt, _q in resolved:
-            if blocked(po, address):
-                return BLOCKED
-        txn = None
-        if msg.transaction_id is not None:
-            txn = self.txns.get(msg.transaction_id)
-            if txn is None:
-                raise Refusal(TRANSACTION_ROLLED_BACK, f"unknown transaction {msg.transaction_id}")
-        neutral = mapping.to_neutral(msg, self.max_message_size)
-        arrival = int(time.time() * 1000)
-        pending = [len(resolved)]
-        failure: list[BaseException] = []
-
-        def done(error: BaseException | None) -> None:
-            if error is not None and not failure:
-                failure.append(error)
-            pending[0] -= 1
-            if pending[0] == 0:
-                self._sent(msg, failure[0] if failure else None)
-
-        origin = self.client_id or (self.connection_id.value if self.connection_id else None)
-        for (address, rt, queue), part in zip(resolved, parts):
-            if len(parts) > 1:
-                neutral.to = address
-                neutral.annotations[mapping.JMS_DEST] = mapping.dest_kind(rt or ANYCAST, part.temporary)
-            encoded = mapping.encode_neutral(neutral)
-            publish(po, Message(encoded, envelope_of(encoded), address, rt, origin, arrival), done, queue, txn)
-        return LATER
-
-    def _sent(self, msg: model.Message, error: BaseException | None) -> None:
-        if msg.response_required:
-            self.answer(msg, error)
-            return
-        if error is not None:
-            log.info("openwire %s: asynchronous send to %s refused: %s", self.peer,
-                     msg.destination.physical_name if msg.destination else None, error)
-        self._ack_window(msg)
-
-    def _ack_window(self, msg: model.Message) -> None:
-        """An asynchronous send under a producer window is answered with a ProducerAck once it
-        is done with (stored, or refused): the client's window has room for the next ones."""
-        producer = self.producers.get(msg.producer_id) if msg.producer_id is not None else None
-        if producer is not None and producer.window > 0:
-            self.send_command(model.ProducerAck(producer_id=msg.producer_id, size=message_size(msg)))
-
     # -- consumers ----------------------------------------------------------------------------------
     def _on_consumer_info(self, info: model.ConsumerInfo) -> Any:
         if info.consumer_id in self.consumers:
@@ -512,111 +433,6 @@ class OpenWireConnection(ClientConnection):
         po.delete_queue(name)
         return None
 
-    # -- transactions -----------------------------------------------------------------------------------
-    def _on_transaction(self, info: model.TransactionInfo) -> Any:
-        tid = info.transaction_id
-        kind = info.type
-        if kind == RECOVER:
-            ids = tuple(xa.prepared(self.broker))
-            self._send_answer(model.DataArrayResponse(correlation_id=info.command_id, data=ids))
-            return LATER
-        if kind == BEGIN:
-            if tid in self.txns or tid in xa.prepared(self.broker):
-                raise Refusal(XA if isinstance(tid, model.XATransactionId) else JMS, f"transaction {tid} is already open")
-            self.txns[tid] = self.transactions.declare(owner=self, postoffice=self.broker.postoffice)
-            return None
-        if kind == END:
-            return None
-        if kind == PREPARE:
-            return self._prepare(info)
-        if kind == FORGET:
-            xa.prepared(self.broker).pop(tid, None)
-            return None
-        txn = self.txns.pop(tid, None)
-        if txn is None and kind in (COMMIT_TWO_PHASE, ROLLBACK):
-            txn = xa.prepared(self.broker).pop(tid, None)
-        if txn is None:
-            if kind == ROLLBACK and not isinstance(tid, model.XATransactionId):
-                return None
-            raise Refusal(XA if isinstance(tid, model.XATransactionId) else TRANSACTION_ROLLED_BACK,
-                          f"unknown transaction {tid}")
-        self.transactions.active.pop(txn.id, None)
-        if kind == ROLLBACK:
-            txn.rollback()
-            return None
-        self._commit(info, txn)
-        return LATER
-
-    def _prepare(self, info: model.TransactionInfo) -> Any:
-        tid = info.transaction_id
-        if not isinstance(tid, model.XATransactionId):
-            raise Refusal(JMS, "PREPARE of a local transaction")
-        txn = self.txns.pop(tid, None)
-        if txn is None:
-            raise Refusal(XA, f"unknown XA transaction {tid}")
-        self.transactions.active.pop(txn.id, None)
-        if txn.rollback_cause is not None:
-            cause = txn.rollback_cause
-            txn.rollback()
-            raise Refusal(XA, f"rolled back: {cause}")
-        if xa.is_empty(txn):
-            result = xa.XA_RDONLY
-        else:
-            xa.prepared(self.broker)[tid] = txn
-            result = xa.XA_OK
-        self._send_answer(model.IntegerResponse(correlation_id=info.command_id, result=result))
-        return LATER
-
-    def _commit(self, info: model.TransactionInfo, txn) -> None:
-        def committed(error: BaseException | None) -> None:
-            for a in txn.acquired:
-                if a.handle is not None and error is None:
-                    consumer, mid = a.handle
-                    consumer.committed(mid)
-            for consumer in self.consumers.values():
-                consumer.refill()
-            kind = XA if isinstance(info.transaction_id, model.XATransactionId) else TRANSACTION_ROLLED_BACK
-            self.answer(info, None if error is None else Refusal(kind, f"commit failed: {error}"))
-
-        txn.commit(self.broker.postoffice, committed)
-
-    # -- temporary destinations ------------------------------------------------------------------------
-    def _on_destination_info(self, info: model.DestinationInfo) -> Any:
-        d = info.destination
-        if not isinstance(d, (model.TempQueue, model.TempTopic)) or not d.physical_name:
-            return None
-        name = d.physical_name
-        po = self.broker.postoffice
-        if info.operation_type == 0:
-            if name in self.temporary:
-                return None
-            if isinstance(d, model.TempQueue):
-                if name not in po.queues:
-                    po.create_queue(name, name, ANYCAST, temporary=True, purpose=QueuePurpose.TEMPORARY,
-                                    extra={"owner": self.user} if self.user is not None else None)
-                self.temporary[name] = ANYCAST
-            else:
-                po.create_address(name, {MULTICAST}, temporary=True)
-                self.temporary[name] = MULTICAST
-            advisories.temporary_destination(self, info)
-        else:
-            self._remove_temporary(name)
-            advisories.temporary_destination(self, info)
-        return None
-
-    def _remove_temporary(self, name: str) -> None:
-        rt = self.temporary.pop(name, None)
-        if rt is None:
-            return
-        po = self.broker.postoffice
-        try:
-            if rt == ANYCAST and name in po.queues:
-                po.delete_queue(name)
-            elif rt == MULTICAST and name in po.addresses:
-                po.delete_address(name)
-        except errors.HermodError as exc:
-            log.info("openwire %s: temporary destination %s not removed: %s", self.peer, name, exc)
-
     def _ignore(self, command) -> Any:
         return None
 
@@ -670,15 +486,6 @@ class OpenWireConnection(ClientConnection):
             {"role": "producer", "name": str(pid.value),
              "address": p.info.destination.physical_name if p.info.destination else None}
             for pid, p in self.producers.items()]
-
-
-def message_size(msg: model.Message) -> int:
-    """The size Classic's broker puts in a ProducerAck (ActiveMQMessage.getSize on the broker)."""
-    from ...openwire.values import marshal_map
-    size = MIN_MESSAGE_SIZE + len(msg.content or b"")
-    if msg.properties:
-        size += len(marshal_map(msg.properties))
-    return size
 
 
 _on_message: Callable[[OpenWireConnection, Any], Any] = OpenWireConnection._on_message
