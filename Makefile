@@ -51,9 +51,9 @@ java:
 # The ActiveMQ Classic client library and a JDK for the OpenWire golden-vector tests
 # (tests/openwire compile a small Java program with plain javac against Debian's jars).
 openwire-java:
-	@if ! [ -f /usr/share/java/activemq-client.jar ] || ! [ -f /usr/share/java/geronimo-jms_1.1_spec.jar ] || ! command -v javac >/dev/null 2>&1; then \
+	@if ! [ -f /usr/share/java/activemq-client.jar ] || ! [ -f /usr/share/java/geronimo-jms_1.1_spec.jar ] || ! [ -f /usr/share/java/geronimo-j2ee-management-1.1-spec.jar ] || ! command -v javac >/dev/null 2>&1; then \
 		echo "installing libactivemq-java and openjdk-17-jdk-headless for the OpenWire tests"; \
-		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libactivemq-java libgeronimo-jms-1.1-spec-java openjdk-17-jdk-headless >/dev/null; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libactivemq-java libgeronimo-jms-1.1-spec-java libgeronimo-j2ee-management-1.1-spec-java openjdk-17-jdk-headless >/dev/null; \
 	fi
 
 # Mosquitto 2.0 for the MQTT golden packets (tests/mqtt: paho-mqtt talks to it through a

@@ -173,10 +173,14 @@ class Outcomes(QueueState):
                 back.append(ref)
         self.restore(back)
 
-    def reject(self, ref: Ref, done: Done | None = None, annotations: dict | None = None) -> None:
+    def reject(self, ref: Ref, done: Done | None = None, annotations: dict | None = None,
+               version: Message | None = None) -> None:
         """Rejected: straight to the dead-letter address, no retry (Artemis); `annotations`
-        go on the dead-letter copy."""
+        go on the dead-letter copy; `version`: the message as it is to be dead-lettered (an
+        OpenWire POISON ack adds the property `dlqDeliveryFailureCause`), see `_take_version`."""
         self._settle_out(ref)
+        if version is not None:
+            self._take_version(ref, version)
         self.host.dead_letter(ref, reason="rejected", done=done, annotations=annotations)
 
     def take(self, ref: Ref) -> None:

@@ -162,6 +162,10 @@ class OpenWireCodec:
     def encode(self, command: model.DataStructure) -> bytes:
         return self._out.encode_framed(command)
 
+    def pending_bytes(self) -> int:
+        """The size of the command being received (not complete yet): see FrameReader.expected."""
+        return self._frames.expected()
+
     def _negotiate(self, theirs: WireFormatInfo) -> None:
         n = negotiate(self.preferred, theirs)
         self.peer = theirs

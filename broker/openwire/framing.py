@@ -31,6 +31,11 @@ class FrameReader:
         """Bytes held for an incomplete command."""
         return len(self._partial)
 
+    def expected(self) -> int:
+        """Bytes the incomplete command will hold once complete (its size prefix's), or those
+        held so far while its size is not known yet: what a caller counts against its memory."""
+        return self._wanted if self._wanted >= 0 else len(self._partial)
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """The bodies completed by `data`. A body that lies within `data` is a view of it (no
         copy): pass immutable bytes, or decode the views before reusing the buffer."""

@@ -20,8 +20,9 @@ from __future__ import annotations
 from matrix_amqp import PATHS as AMQP_PATHS
 from matrix_core import ALL, MANAGEMENT, RIGHTS, Case, EntryPath, users_toml
 from matrix_management import PATHS as MANAGEMENT_PATHS
+from matrix_openwire import PATHS as OPENWIRE_PATHS
 
-PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS]
+PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *OPENWIRE_PATHS]
 
 
 def cells() -> list[tuple[int, str, EntryPath]]:
@@ -59,7 +60,10 @@ def config() -> str:
              _entry("#", {}),
              # Reaching the management endpoint: a request is then checked per address (the
              # contract); `send` here, not `manage`, which would make a user the broker's admin.
-             _entry(MANAGEMENT, {"may": frozenset({"send"}), "maynot": frozenset({"send"})})]
+             _entry(MANAGEMENT, {"may": frozenset({"send"}), "maynot": frozenset({"send"})}),
+             # Classic clients watch the temporary-destination advisories on connect; secured
+             # Classic configs grant them (contract: advisory topics are addresses like any other).
+             _entry("ActiveMQ.Advisory.#", {u: frozenset({"consume", "create_address"}) for u in ("may", "maynot")})]
     seen: set[str] = set()
     for index, operation, path in cells():
         for match, grants in path.entries(operation, index):

@@ -1,0 +1,1 @@
+"""The OpenWire adapter: ActiveMQ Classic's JMS clients on the broker's address model."""
