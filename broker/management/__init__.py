@@ -265,14 +265,25 @@ class Management:
 
     def _readable_queue(self, args: dict):
         """The named queue, when the caller may `browse` its address (else 403)."""
-        queue = messages.find_queue(self.postoffice, args.get("name"))
-        _access(args).require("browse", queue.address.name)
-        return queue
+        return self._queue_for(args, "browse")
 
     def _managed_queue(self, args: dict, *rights: str):
         """The named queue, when the caller holds `manage` (and `rights`) on its address."""
-        queue = messages.find_queue(self.postoffice, args.get("name"))
-        for right in ("manage", *rights):
+        return self._queue_for(args, "manage", *rights)
+
+    def _queue_for(self, args: dict, *rights: str):
+        """The named queue once the caller holds `rights` on its address (403 naming the first
+        it lacks). A queue that does not exist is 404 only to a caller who holds them on the
+        address its name gives (the address of `address::queue`, else the name itself, where
+        a queue made by sending would live): anyone else gets the same 403 as for an existing
+        queue, so an answer never tells a tenant which of another's queues exist."""
+        try:
+            queue = messages.find_queue(self.postoffice, args.get("name"))
+        except NotFound:
+            for right in rights:
+                _access(args).require(right, messages.named_address(args["name"]))
+            raise
+        for right in rights:
             _access(args).require(right, queue.address.name)
         return queue
 

@@ -38,6 +38,12 @@ def find_queue(po, name: str) -> Queue:
     return queue
 
 
+def named_address(name: str) -> str:
+    """The address a queue name speaks of: that of `address::queue`, else the name itself."""
+    address, queue_name = split_fqqn(name)
+    return address if queue_name is not None else name
+
+
 def compile_predicate(po, text: Any) -> Callable[[Message], bool] | None:
     if text is None or text == "":
         return None

@@ -33,6 +33,7 @@ from .binding import PropertyDict, SymbolList, obj2dat, symbol
 from .. import __version__
 from . import conditions
 from ..frontdoor.admission import peer_of
+from ..core.flow import FRAMES_SHARE, PartialFrame
 from .expiry import ExpiryWaits
 from .recovery import FrameTap
 from .conditions import set_condition
@@ -92,6 +93,9 @@ class Connection(ConnectionLimits, ConnectionOutput):
         self.acking: list = []
         self.expiry_waits = ExpiryWaits()  # kept termini waiting for a session end or the close
         self.frame_tap = FrameTap()  # attach unsettled maps in and out (link recovery)
+        # The frame the client has begun and not finished (in Proton's input buffer), counted
+        # against max_memory_mb (issue 28, finding 12).
+        self.partial_frame = PartialFrame(self.broker.postoffice.flow)
         # Its transactions, and the deliveries they hold: made by the first coordinator link
         # (protocol/coordinator.py); any session and link of the connection may use them.
         self.transactions: ConnectionTransactions | None = None
@@ -161,8 +165,34 @@ class Connection(ConnectionLimits, ConnectionOutput):
             if not data:
                 return
             self.gate = None
+        if self.tail_closed:
+            return  # refused or ended: nothing more goes to Proton
         self.frame_tap.incoming(data)
+        if not self.partial_frame.hold(self.frame_tap.unfinished_in()):
+            self._refuse_partial_frame(data)
+            return
         push_input(self.transport, data, self.process)
+        self.process()
+
+    def _refuse_partial_frame(self, data: bytes) -> None:
+        """The frame being received would take unfinished frames over their share of the memory
+        limit (core.flow PartialFrame): the frames complete before it are taken, then the
+        connection is closed with amqp:resource-limit-exceeded, its frame never buffered."""
+        unfinished = self.frame_tap.unfinished_in()
+        complete = data[:max(0, len(data) - unfinished)]
+        if complete:
+            push_input(self.transport, complete, self.process)
+        flow = self.partial_frame.flow
+        log.warning("connection %s closed: its unfinished frame of %d bytes so far would take unfinished frames "
+                    "over their share of max_memory_mb", self.peer, unfinished)
+        description = (f"a frame of {unfinished} bytes so far would take the frames clients have not finished over "
+                       f"{FRAMES_SHARE:.0%} of max_memory_mb ({flow.memory_limit} bytes)")
+        self._detach_links(lambda link: True, session_end=True)
+        self._close_with(conditions.RESOURCE_LIMIT_EXCEEDED, description)
+        # Also the transport's condition, which Proton's close carries: otherwise the truncated
+        # frame left in its input names the close (framing-error) when the tail closes.
+        set_condition(lib.pn_transport_condition(self.transport), conditions.RESOURCE_LIMIT_EXCEEDED, description)
+        self._close_tail()
         self.process()
 
     def eof_received(self) -> bool:
@@ -420,6 +450,7 @@ class Connection(ConnectionLimits, ConnectionOutput):
             self.broker.auth.disconnect(self.principal)
             self.principal = None
         self.closed = True
+        self.partial_frame.drop()
         if self.admission is not None:
             self.admission.release()
         self.server.connections.discard(self)

@@ -22,6 +22,9 @@ log = logging.getLogger("hermod.connection")
 # client past it gets amqp:session:window-violation) only when a capacity is set. Above the
 # producer credit, so a client that respects credit is never held up by the window.
 SESSION_WINDOW_FRAMES = 2048
+# Proton reads the capacity through 32 bits: at 4 GiB and over (max_frame_size of 2 MiB and up
+# times 2048) it wrapped and the session took nothing (every send hung). Capped below it.
+MAX_SESSION_CAPACITY = (1 << 31) - 1
 # A session or link over its limit is refused and the connection carries on; one that keeps
 # opening refused ones and never ends or detaches them (each still costs engine memory, about
 # 2.4 KiB a link) is closed once it holds this many times the limit.
@@ -47,8 +50,8 @@ class ConnectionLimits:
             lib.pn_session_open(s)
             lib.pn_session_close(s)
             return
-        lib.pn_session_set_incoming_capacity(s, lib.pn_transport_get_max_frame(self.transport)
-                                             * SESSION_WINDOW_FRAMES)
+        lib.pn_session_set_incoming_capacity(s, min(MAX_SESSION_CAPACITY, lib.pn_transport_get_max_frame(
+            self.transport) * SESSION_WINDOW_FRAMES))
         lib.pn_session_open(s)
 
     def _on_attach(self, link) -> None:

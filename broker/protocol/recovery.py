@@ -68,11 +68,12 @@ def state_code(state) -> int | None:
 class _Frames:
     """Frame boundaries of one direction of a connection's byte stream."""
 
-    __slots__ = ("skip", "head", "holding", "lost")
+    __slots__ = ("skip", "size", "head", "holding", "lost")
 
     def __init__(self) -> None:
         self.lost = False  # a frame size that cannot be: Proton ends the connection; we stop looking
         self.skip = 0  # bytes of the current (uninteresting) frame still to pass
+        self.size = 0  # the current frame's size, while `skip` is set
         self.head = b""  # the start of the current frame, read so far (an attach: all of it)
         self.holding = True  # the current frame's bytes are held until it is known (not yet passed on)
 
@@ -114,7 +115,7 @@ class _Frames:
                     pos += size
                 if pos > start:
                     if pos > n:
-                        self.skip, pos = pos - n, n
+                        self.skip, self.size, pos = pos - n, size, n
                     yield view[start:pos], None
                     continue
             if self.skip and pos < n:
@@ -147,7 +148,7 @@ class _Frames:
                     code = _code(head, body, size) if size <= MAX_ATTACH_FRAME else None
                     if code not in codes:
                         self.head = b""
-                        self.skip = size - len(head)
+                        self.skip, self.size = size - len(head), size
                         if self.holding:
                             yield head, None
                         continue
@@ -165,6 +166,13 @@ class _Frames:
             pos += take
             if not self.holding:
                 yield piece, None
+
+
+    def unfinished(self) -> int:
+        """Bytes of the current frame seen so far, all of it not yet (0: at a frame boundary)."""
+        if self.lost:
+            return 0
+        return self.size - self.skip if self.skip else len(self.head)
 
 
 def _code(head: bytes, body: int, size: int) -> int | None:
@@ -241,6 +249,10 @@ class FrameTap:
         self.remote_unsettled[(bool(role), name)] = unsettled
         while len(self.remote_unsettled) > MAX_REMOTE_MAPS:
             self.remote_unsettled.popitem(last=False)
+
+    def unfinished_in(self) -> int:
+        """Bytes of the frame the peer has begun and not finished (Proton holds them)."""
+        return self._in.unfinished()
 
     def claim(self, peer_receives: bool, name: str) -> dict | None:
         """The unsettled map the peer's attach of this link carried (None: it sent none)."""

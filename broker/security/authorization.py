@@ -149,9 +149,12 @@ class Authorization:
         decided on its entry node, as its original sender (its `send` right there, its
         user-id under `validate_user_id`); the owner does not decide again as the cluster user,
         whose rights are the node's, not the sender's: it checks only that user's own `send`
-        at attach, like any producer's. Only a named cluster login vouches (never anonymous)."""
+        at attach, like any producer's. Only a login as the cluster user vouches (its password,
+        or a verified certificate naming it), never an ANONYMOUS one: with `cluster_user =
+        "anonymous"` every anonymous client would otherwise be the user `anonymous` too, and
+        could set any user-id (issue 28). A trust of the peer: see docs/security.md."""
         return (self.cluster_user is not None and principal is not None
-                and principal.name == self.cluster_user)
+                and principal.name == self.cluster_user and principal.mechanism != "ANONYMOUS")
 
     # -- ownership ------------------------------------------------------------------------------------
     @staticmethod

@@ -129,3 +129,28 @@ def test_a_forwarded_message_keeps_its_senders_user_id_under_validate_user_id(sc
         connection.close()
     got = receive(a_url, "qa", **app)
     assert got == ["a1", "mine"]
+
+
+def test_an_anonymous_client_does_not_pass_for_a_cluster_user_named_anonymous(scale_db, cluster_nodes,
+                                                                              monkeypatch):
+    """Only the cluster login vouches for forwarded user-ids: with `cluster_user = "anonymous"`
+    (a configured user of that name) and anonymous logins allowed, an ANONYMOUS client is the
+    user `anonymous` too, but it logged in as nobody, so its forged user-id is rejected."""
+    cluster, database, url = scale_db
+    monkeypatch.setenv(PASSWORD_ENV, NODE_PW)
+    node = cluster_nodes(
+        "node-a", url, ha=f'cluster_user = "anonymous"\ncluster_password_env = "{PASSWORD_ENV}"\n',
+        extra=("[security]\nanonymous = true\nvalidate_user_id = true\n[[security.user]]\nname = \"anonymous\"\n"
+               f'password_hash = "{hash_password(NODE_PW, iterations=64)}"\nroles = ["anonymous"]\n'))
+    a_url = node.wait_ready()
+    connection = BlockingConnection(a_url, timeout=30, allowed_mechs="ANONYMOUS")
+    try:
+        sender = connection.create_sender("qa")
+        assert sender.send(Message(body="own", durable=True, user_id=b"anonymous")).remote_state == \
+            Disposition.ACCEPTED
+        with pytest.raises(SendException) as refused:
+            sender.send(Message(body="forged", durable=True, user_id=b"payroll-admin"))
+        assert refused.value.state == Disposition.REJECTED
+    finally:
+        connection.close()
+    assert receive(a_url, "qa", allowed_mechs="ANONYMOUS") == ["own"]

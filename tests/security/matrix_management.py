@@ -24,6 +24,7 @@ class Action:
     operation = ""
     broker_wide = False  # decided by a `#` entry: the admin may, a tenant with rights on some addresses not
     lists = False        # a refusal is the thing missing from the answer, not a 403
+    missing = False      # acts on what does not exist: allowed is a 404, refused the usual 403
     transports = ("http", "amqp")
 
     def needs(self) -> frozenset[str]:
@@ -163,6 +164,33 @@ class PurgeFqqn(Purge):
 
     def amqp(self, case):
         return "queue.purge", {"name": f"{case.address}::{case.address}"}
+
+
+class Missing:
+    """A mixin: the action on a queue that does not exist, 404 to a user who may act where it
+    would be, and the same 403 as for an existing queue to one who may not (the answer tells no
+    tenant which of another's queues exist)."""
+    missing = True
+
+    def toml(self, case):
+        return ""
+
+    def setup(self, wire, case):
+        pass
+
+    def done(self, wire, case, answer):
+        return wire.queue(case.address) is None
+
+    def untouched(self, wire, case, answer):
+        return wire.queue(case.address) is None
+
+
+class MissingGet(Missing, QueueGet):
+    name = "queue-get-missing"
+
+
+class MissingPurge(Missing, Purge):
+    name = "queue-purge-missing"
 
 
 class Move(Action):
@@ -306,6 +334,10 @@ class QueueDelete(Action):
 
     def untouched(self, wire, case, answer):
         return wire.queue(case.address) is not None
+
+
+class MissingDelete(Missing, QueueDelete):
+    name = "queue-delete-missing"
 
 
 class AddressCreate(Action):
@@ -469,12 +501,13 @@ class Management(EntryPath):
         if self.transport == "http":
             method, path, body = action.http(case)
             status, answer = wire.http(case.user, method, path, body)
-            ok, word = status in (200, 201, 204), f"HTTP {status}"
+            ok, word = status in ((404,) if action.missing else (200, 201, 204)), f"HTTP {status}"
             refused = status == 403
         else:
             operation, args = action.amqp(case)
             status, answer = wire.management(case.user, operation, args)
-            ok, word = status == 200, (f"status {status}" if isinstance(status, int) else str(status))
+            ok, word = status == (404 if action.missing else 200), \
+                (f"status {status}" if isinstance(status, int) else str(status))
             refused = status == 403 or status == UNAUTHORIZED
         if ok and action.lists and action.untouched(wire, case, answer):
             return denied(HIDDEN, True)
@@ -486,7 +519,7 @@ class Management(EntryPath):
 
 
 ACTIONS: list[Action] = [QueueGet(), QueueGetFqqn(), QueuePeek(), QueueList(), AddressList(), Explain(), Purge(),
-                         PurgeFqqn(), Move(),
+                         PurgeFqqn(), MissingGet(), MissingPurge(), MissingDelete("delete_queue"), Move(),
                          MoveTo(), Retry(), RetryTo(), Send(), QueueCreate(), QueueDelete("manage"),
                          QueueDelete("delete_queue"), AddressCreate(), AddressDelete(), Connections(),
                          ConnectionClose(), Metrics(), Console()]
