@@ -162,3 +162,50 @@ def raw_connect(broker, packet: bytes, timeout: float = 5) -> bytes:
         except (socket.timeout, ConnectionResetError):
             pass
         return out
+
+
+class Raw:
+    """A client spoken packet by packet with the broker's own codec (for what no client library
+    lets a test do: withhold acknowledgements, resend a QoS 2 PUBLISH, send garbage)."""
+
+    def __init__(self, broker, client_id: str, version: int = 4, clean: bool = True, keep_alive: int = 60,
+                 properties=None, username: str | None = None, password: bytes | None = None, timeout: float = 10):
+        from hermod.broker.mqtt import Connect, PacketReader, encode
+        from hermod.broker.mqtt.properties import EMPTY
+        host, port = host_port(broker)
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.version = version
+        self.reader = PacketReader(1 << 24, version)
+        self.pending: list = []
+        self._encode = encode
+        self.send(Connect(client_id, version, clean, keep_alive, username, password, None,
+                          properties if properties is not None else EMPTY))
+        self.connack = self.recv()
+
+    def send(self, packet) -> None:
+        self.sock.sendall(self._encode(packet, self.version))
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def recv(self):
+        """The next packet, or None when the broker closed the connection."""
+        while not self.pending:
+            data = self.sock.recv(65536)
+            if not data:
+                return None
+            self.pending.extend(self.reader.feed(data))
+        return self.pending.pop(0)
+
+    def recv_type(self, kind):
+        """The next packet of type `kind`, skipping others (PINGRESP...)."""
+        while True:
+            p = self.recv()
+            if p is None or isinstance(p, kind):
+                return p
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

@@ -107,10 +107,10 @@ def drop_subscription(po, session: Session, sub: Subscription) -> None:
     if consumer is not None:
         core_links.detach_consumer(po, consumer, unsubscribe=sub.group is None)
         return
-    if sub.group is None and session.persistent:
+    if sub.group is None:  # the session's own queue, kept while it was away
         name = f"{session.client_id}.{sub.pattern}"
         queue = po.queues.get(name)
-        if queue is not None and not queue.consumers:
+        if queue is not None and not queue.consumers and queue.durable:
             po.delete_queue(name)
 
 
