@@ -35,6 +35,7 @@ class Subscription:
     identifier: int | None = None
     session: Session | None = None
     consumer: Any = None
+    durable: bool | None = None  # its queue persists: fixed when first subscribed, kept on resume
 
     def __post_init__(self) -> None:
         shared = parse_shared(self.filter)
@@ -72,10 +73,13 @@ class Subscription:
     @classmethod
     def from_options(cls, options: dict) -> Subscription:
         return cls(str(options["filter"]), int(options.get("qos", 1)), bool(options.get("nl")),
-                   bool(options.get("rap")), int(options.get("rh", 0)), options.get("id"))
+                   bool(options.get("rap")), int(options.get("rh", 0)), options.get("id"), durable=True)
 
     def request(self, client_id: str, persistent: bool, user: str | None) -> core_links.ConsumerRequest:
         """The core's consumer request for this filter of `client_id`'s session."""
+        if self.durable is None:
+            self.durable = persistent
+        persistent = self.durable
         if self.group is not None:
             name = self.group
         elif persistent:
