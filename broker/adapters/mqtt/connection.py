@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...core import links as core_links
@@ -59,7 +60,7 @@ class MqttConnection(ClientConnection):
         self.reader = PacketReader(self.max_message_size)
         self.version = 4
         self.state = WAITING
-        self.waiting: list[Packet] = []  # packets read while the CONNECT is being handled
+        self.waiting: deque[Packet] = deque()  # read while logging in, or while an address is full
         self.session: Session | None = None
         self.outbox: Outbox | None = None
         self.will: PendingWill | None = None
@@ -97,9 +98,12 @@ class MqttConnection(ClientConnection):
             self._handle(packet)
 
     def _handle(self, packet: Packet) -> None:
-        if self.state == CONNECTING:
-            self.waiting.append(packet)
+        if self.state == CONNECTING or self.waiting or "flow" in self.paused_for:
+            self.waiting.append(packet)  # handled in order once the login or the room comes
             return
+        self._dispatch(packet)
+
+    def _dispatch(self, packet: Packet) -> None:
         if isinstance(packet, Connect):
             self._connect(packet)
             return
@@ -137,8 +141,16 @@ class MqttConnection(ClientConnection):
     def _resume(self, why: str) -> None:
         if why in self.paused_for:
             self.paused_for.discard(why)
+            self._drain()
             if not self.paused_for and self.transport is not None and not self.closed:
                 self.transport.resume_reading()
+
+    def _drain(self) -> None:
+        """Handle the packets held while logging in or while an address was full, in order,
+        until something holds them again."""
+        while self.waiting and self.state == CONNECTED and "flow" not in self.paused_for:
+            packet = self.waiting.popleft()
+            self._dispatch(packet)
 
     # -- CONNECT ---------------------------------------------------------------------------------
     def _connect(self, c: Connect) -> None:
@@ -246,11 +258,6 @@ class MqttConnection(ClientConnection):
             self._arm_keep_alive()
         self._resume_session(session)
         self._resume("login")
-        waiting, self.waiting = self.waiting, []
-        for packet in waiting:
-            if self.state != CONNECTED:
-                break
-            self._handle(packet)
 
     def _resume_session(self, session: Session) -> None:
         outbox = self.outbox
