@@ -164,3 +164,35 @@ def _take(receiver, into) -> bool:
     receiver.accept()
     into.append(bytes(m.body).decode())
     return False
+
+
+def test_qos2_state_survives_a_broker_restart(start_broker, tmp_path):
+    """PUBREC received, then the broker restarts before the PUBREL: the client's resend after
+    reconnecting is answered and not delivered a second time; a later PUBLISH reusing the
+    identifier after PUBCOMP is a new message."""
+    db = tmp_path / "q2.db"
+    broker = start_broker(store=f"sqlite:///{db}")
+    keeper = Client(broker, V311, client_id="q2-keeper", clean=False)
+    keeper.subscribe("q2r/t", qos=2)
+    keeper.close()
+    raw = Raw(broker, "q2-restart", clean=False)
+    raw.send(Publish("q2r/t", b"exactly-once", 2, packet_id=11))
+    assert raw.recv_type(PubRec).packet_id == 11
+    raw.close()
+    broker.stop()
+    broker = start_broker(store=f"sqlite:///{db}")
+    again = Raw(broker, "q2-restart", clean=False)
+    assert again.connack.session_present
+    again.send(Publish("q2r/t", b"exactly-once", 2, dup=True, packet_id=11))
+    assert again.recv_type(PubRec).packet_id == 11
+    again.send(PubRel(11))
+    assert again.recv_type(PubComp).packet_id == 11
+    again.send(Publish("q2r/t", b"next", 2, packet_id=11))  # the identifier reused: a new message
+    assert again.recv_type(PubRec).packet_id == 11
+    again.send(PubRel(11))
+    assert again.recv_type(PubComp).packet_id == 11
+    back = Client(broker, V311, client_id="q2-keeper", clean=False)
+    got = back.wait_messages(2)
+    assert [m.payload for m in got] == [b"exactly-once", b"next"]
+    again.close()
+    back.close()

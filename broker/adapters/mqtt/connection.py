@@ -32,7 +32,7 @@ from ...mqtt import errors as codes
 from ...mqtt.properties import EMPTY
 from ...mqtt.topics import parse_shared, validate_topic_filter, validate_topic_name
 from ..connection import ClientConnection
-from . import retained
+from . import qos2, retained
 from .delivery import Outbox
 from .inbound import publish_message
 from .refusals import reason_for
@@ -330,6 +330,8 @@ class MqttConnection(ClientConnection):
         if qos == 2 and pid in session.awaiting_rel:
             self._send(PubRec(pid))  # a resend: it was published already
             return
+        if qos == 2 and pid in session.storing_rel:
+            return  # a resend while the first is being stored: its PUBREC is coming
         if qos:
             if self.unacked_in >= RECEIVE_MAXIMUM:
                 if v5:
@@ -344,8 +346,11 @@ class MqttConnection(ClientConnection):
                 self._refuse_publish(p, codes.PAYLOAD_FORMAT_INVALID, "payload is not UTF-8")
                 return
         try:
-            address = publish_message(self.broker, self.principal, self.client_id, topic, p.payload, qos, p.retain,
-                                      props, lambda error: self._published(p, error))
+            if qos == 2 and session.persistent:
+                address = self._publish_exactly_once(session, p, topic, props)
+            else:
+                address = publish_message(self.broker, self.principal, self.client_id, topic, p.payload, qos,
+                                          p.retain, props, lambda error: self._published(p, error))
         except NotAuthorized as e:
             if v5:
                 self._refuse_publish(p, codes.NOT_AUTHORIZED, str(e))
@@ -363,6 +368,24 @@ class MqttConnection(ClientConnection):
             self._pause("flow")
             self.broker.postoffice.flow.wait(self, lambda: self._resume("flow"))
 
+    def _publish_exactly_once(self, session: Session, p: Publish, topic: str, props: Properties) -> str:
+        """A persistent session's QoS 2 PUBLISH and the record of its packet identifier, in
+        one journal unit (qos2.py)."""
+        po = self.broker.postoffice
+        assert p.packet_id is not None
+        txn = qos2.transaction(po)
+        refused: list[BaseException] = []
+        address = publish_message(self.broker, self.principal, self.client_id, topic, p.payload, 2, p.retain, props,
+                                  lambda error: refused.append(error) if error is not None else None, txn)
+        if refused:
+            txn.rollback()
+            self._published(p, refused[0])
+            return address
+        session.storing_rel.add(p.packet_id)
+        qos2.add_record(po, txn, session.client_id, session.awaiting_rel | session.storing_rel)
+        txn.commit(po, lambda error: self._published(p, error))
+        return address
+
     def _refuse_publish(self, p: Publish, code: int, why: str) -> None:
         log.info("MQTT client %s: publish to %s refused (0x%02X): %s", self.client_id, p.topic, code, why)
         if p.qos == 0:
@@ -375,6 +398,11 @@ class MqttConnection(ClientConnection):
         self._send(ack(p.packet_id, code, Properties(reason_string=why[:200]) if self.version == MQTT_5 else EMPTY))
 
     def _published(self, p: Publish, error: BaseException | None) -> None:
+        session = self.session
+        if p.qos == 2 and session is not None and p.packet_id in session.storing_rel:
+            session.storing_rel.discard(p.packet_id)
+            if error is None:
+                session.awaiting_rel.add(p.packet_id)  # stored: kept even if the client has gone
         if self.closed:
             return
         if error is not None:
@@ -392,7 +420,7 @@ class MqttConnection(ClientConnection):
             self._send(PubRec(p.packet_id))
 
     def _acked_in(self) -> None:
-        self.unacked_in -= 1
+        self.unacked_in = max(0, self.unacked_in - 1)
         if self.unacked_in < RECEIVE_MAXIMUM // 2:
             self._resume("backlog")
 
@@ -402,7 +430,11 @@ class MqttConnection(ClientConnection):
         if p.packet_id in session.awaiting_rel:
             session.awaiting_rel.discard(p.packet_id)
             self._acked_in()
-            self._send(PubComp(p.packet_id))
+            if session.persistent:  # the record without it is stored before PUBCOMP frees it
+                qos2.save(self.broker.postoffice, session.client_id, session.awaiting_rel | session.storing_rel,
+                          lambda error: self._send(PubComp(p.packet_id)) if not self.closed else None)
+            else:
+                self._send(PubComp(p.packet_id))
         else:
             self._send(PubComp(p.packet_id, 0x92 if self.version == MQTT_5 else 0))
 

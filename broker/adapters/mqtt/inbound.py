@@ -12,6 +12,7 @@ from typing import Callable
 
 from ...core.message import MULTICAST, Message
 from ...core.publishing import publish
+from ...core.transactions import Transaction
 from ...mapping import mqtt as mapping
 from ...mapping.neutral import envelope_of
 from ...mqtt.properties import Properties
@@ -22,9 +23,9 @@ Done = Callable[[BaseException | None], None]
 
 
 def publish_message(broker, principal, client_id: str | None, topic: str, payload: bytes, qos: int,
-                    retain: bool, properties: Properties, done: Done) -> str:
-    """Publish; raises the core's refusal (NotAuthorized, ...) before anything is routed.
-    Returns the address."""
+                    retain: bool, properties: Properties, done: Done, txn: Transaction | None = None) -> str:
+    """Publish (inside `txn` when given: held for its commit); raises the core's refusal
+    (NotAuthorized, ...) before anything is routed. Returns the address."""
     address = topic_to_address(topic)
     with broker.acting_as(principal):
         address, rt, queue = broker.relay_target(address, MULTICAST, None)
@@ -34,7 +35,7 @@ def publish_message(broker, principal, client_id: str | None, topic: str, payloa
     message = Message(encoded, envelope_of(encoded), address, rt, client_id, now)
     if retain:
         retained.keep(broker, address, message, payload == b"")
-    publish(po, message, done, queue)
+    publish(po, message, done, queue, txn)
     return address
 
 

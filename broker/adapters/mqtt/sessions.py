@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import links as core_links
 from ...core.address import QueuePurpose
+from . import qos2
 from .subscriptions import EXTRA_KEY, Subscription
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Session:
         self.expiry_s = 0  # 0: ends with its connection
         self.subscriptions: dict[str, Subscription] = {}
         self.awaiting_rel: set[int] = set()  # inbound QoS 2 packet ids: PUBREC sent, no PUBREL yet
+        self.storing_rel: set[int] = set()  # inbound QoS 2 packet ids being stored (no PUBREC yet)
         self.releasing: list[int] = []  # outbound QoS 2: PUBREL sent, no PUBCOMP yet
         self.connection: MqttConnection | None = None
         self.expiry_timer: asyncio.TimerHandle | None = None
@@ -64,10 +66,12 @@ class Sessions:
             if (isinstance(options, dict) and options.get("client") == client_id and queue.durable
                     and queue.purpose == QueuePurpose.SUBSCRIPTION):
                 found.append((queue, options))
-        if not found:
+        owed = qos2.load(self.broker.postoffice, client_id)
+        if not found and not owed:
             return None
-        session = Session(client_id, found[0][0].extra.get("owner"))
+        session = Session(client_id, found[0][0].extra.get("owner") if found else None)
         session.expiry_s = NEVER
+        session.awaiting_rel = owed
         for _queue, options in found:
             sub = Subscription.from_options(options)
             sub.session = session
@@ -85,6 +89,9 @@ class Sessions:
         for sub in list(session.subscriptions.values()):
             drop_subscription(po, session, sub)
         session.subscriptions.clear()
+        if session.awaiting_rel and po.queues.get(qos2.STATE) is not None:
+            qos2.save(po, session.client_id, set(), _logged)
+        session.awaiting_rel.clear()
 
     def expire_later(self, session: Session, loop: asyncio.AbstractEventLoop) -> None:
         if session.expiry_s == 0:
@@ -112,6 +119,11 @@ def drop_subscription(po, session: Session, sub: Subscription) -> None:
         queue = po.queues.get(name)
         if queue is not None and not queue.consumers and queue.durable:
             po.delete_queue(name)
+
+
+def _logged(error: BaseException | None) -> None:
+    if error is not None:
+        log.warning("QoS 2 state of an ended MQTT session not cleared: %s", error)
 
 
 def sessions_of(broker) -> Sessions:
