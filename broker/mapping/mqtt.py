@@ -25,6 +25,7 @@ from ..mqtt.properties import EMPTY, Properties
 from ..mqtt.topics import address_to_topic, topic_to_address
 from ..protocol.amqptypes import UByte, encode_typed_map
 from ..protocol.amqptypes import encode as encode_value
+from ..protocol.codec import APPLICATION_PROPERTIES, DATA, encode_section
 from .neutral import DATA_BODY, SEQUENCE_BODY, VALUE_BODY, NeutralMessage, TypedMap, decode_message
 from .neutral import encode_message as encode_neutral
 
@@ -80,9 +81,37 @@ def to_neutral(payload: bytes, qos: int, properties: Properties, now_ms: int,
     return m
 
 
+def _head(qos: int, retain: bool, durable: bool) -> bytes:
+    m = NeutralMessage(durable=durable)
+    m.annotations[QOS] = UByte(qos)
+    if retain:
+        m.annotations[RETAIN] = True
+    return encode_neutral(m)
+
+
+# The header and annotations of a PUBLISH without properties, per (retain, QoS), and of the
+# durable copy a retained one is kept as: built once (the common case then costs one data
+# section's encoding, not a NeutralMessage's).
+_HEADS = {(retain, qos): _head(qos, retain, qos > 0) for retain in (False, True) for qos in range(3)}
+_KEPT_HEADS = tuple(_head(qos, True, True) for qos in range(3))
+
+
 def encode_publish(payload: bytes, qos: int, properties: Properties, now_ms: int, retain: bool = False) -> bytes:
     """The encoded AMQP sections of a PUBLISH: what the core stores and routes."""
+    if properties is EMPTY:
+        return _HEADS[retain, qos] + encode_section(DATA, payload)
     return encode_neutral(to_neutral(payload, qos, properties, now_ms, retain))
+
+
+def encode_kept(payload: bytes, qos: int, properties: Properties, now_ms: int, key: str, address: str) -> bytes:
+    """The durable copy of a retained PUBLISH, its address in the application property `key`."""
+    if properties is EMPTY:
+        return (_KEPT_HEADS[qos] + b"\x00\x53" + bytes((APPLICATION_PROPERTIES,))
+                + encode_typed_map([(key, "string", address)]) + encode_section(DATA, payload))
+    m = to_neutral(payload, qos, properties, now_ms, True)
+    m.durable = True
+    m.properties = [*m.properties, (key, "string", address)]
+    return encode_neutral(m)
 
 
 def _correlation_bytes(value: Any) -> bytes:
@@ -154,5 +183,5 @@ def from_neutral(m: NeutralMessage, arrival_ms: int) -> Outgoing:
     return Outgoing(payload, qos, Properties(**values) if values else EMPTY, expiration)
 
 
-__all__ = ["AMQP_VALUE_TYPE", "Outgoing", "QOS", "RETAIN", "USER_PROPERTIES", "encode_publish", "from_encoded",
+__all__ = ["AMQP_VALUE_TYPE", "Outgoing", "QOS", "RETAIN", "USER_PROPERTIES", "encode_kept", "encode_publish", "from_encoded",
            "from_neutral", "to_neutral"]

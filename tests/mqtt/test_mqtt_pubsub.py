@@ -78,3 +78,17 @@ def test_dollar_topics_not_matched_by_leading_wildcards(broker, version):
     wait_for(lambda: plus.payloads() == [b"plain"])
     for c in (wild, plus, exact, pub):
         c.close()
+
+
+def test_a_long_qos0_stream_keeps_flowing(broker, version):
+    """QoS 0 deliveries are acknowledged by nobody: their credit is given back as they are written."""
+    sub = Client(broker, version)
+    sub.subscribe("stream/t", qos=0)
+    pub = Client(broker, version)
+    for i in range(1000):
+        pub.publish("stream/t", str(i).encode(), qos=0)
+    pub.publish("stream/t", b"end", qos=1)
+    got = sub.wait_messages(1001, timeout=30)
+    assert [m.payload for m in got][:3] == [b"0", b"1", b"2"] and got[-1].payload == b"end"
+    sub.close()
+    pub.close()

@@ -60,6 +60,7 @@ class MqttConnection(ClientConnection):
         self.reader = PacketReader(self.max_message_size)
         self.version = 4
         self.state = WAITING
+        self.out: list[bytes] = []  # packets to write at the end of this loop turn (flush)
         self.waiting: deque[Packet] = deque()  # read while logging in, or while an address is full
         self.session: Session | None = None
         self.outbox: Outbox | None = None
@@ -83,7 +84,7 @@ class MqttConnection(ClientConnection):
             packets = self.reader.feed(data)
         except UnsupportedProtocol as e:
             log.warning("MQTT connection %s: %s; refused", self.peer, e)
-            self.write(e.connack)
+            self.queue_out(e.connack)
             self.state = CLOSING
             self.close()
             return
@@ -126,12 +127,34 @@ class MqttConnection(ClientConnection):
         log.warning("MQTT connection %s (client %s): %s; closing (reason 0x%02X)", self.peer, self.client_id, why,
                     reason_code)
         if self.state == CONNECTED and self.version == MQTT_5:
-            self.write(encode(Disconnect(reason_code), MQTT_5))
+            self.queue_out(encode(Disconnect(reason_code), MQTT_5))
         self.state = CLOSING
         self.close()
 
     def _send(self, packet: Packet) -> None:
-        self.write(encode(packet, self.version))
+        self.queue_out(encode(packet, self.version))
+
+    def queue_out(self, data: bytes) -> None:
+        """Output gathered and written once per loop turn: one system call for the PUBACKs
+        and deliveries of a whole read (a write per packet cost more than the packet)."""
+        out = self.out
+        out.append(data)
+        if len(out) == 1:
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        out = self.out
+        if out:
+            self.out = []
+            self.write(b"".join(out))
+        outbox = self.outbox
+        if outbox is not None and outbox.spent and not self.closed:
+            outbox.spent = False
+            outbox.refill()  # QoS 0 deliveries took credit that no acknowledgement gives back
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
 
     def _pause(self, why: str) -> None:
         if not self.paused_for and self.transport is not None:
@@ -227,7 +250,7 @@ class MqttConnection(ClientConnection):
         else:
             session.expiry_s = 0 if c.clean_start else NEVER
         props = c.properties
-        self.outbox = Outbox(self.write, self.version, props.receive_maximum or 65535,
+        self.outbox = Outbox(self.queue_out, self.version, props.receive_maximum or 65535,
                              props.maximum_packet_size, props.topic_alias_maximum or 0,
                              self.broker.postoffice.clock.now_ms)
         if c.will is not None:

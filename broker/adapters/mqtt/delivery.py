@@ -76,6 +76,7 @@ class Outbox:
         self._next_id = 0
         self.aliases: dict[str, int] = {}  # topic -> alias the client knows
         self.subscriptions: list[Subscription] = []  # whose consumers share the window
+        self.spent = False  # a QoS 0 delivery took credit since the last refill
 
     @property
     def quota(self) -> int:
@@ -140,6 +141,7 @@ class Outbox:
             return
         self.write(data)
         if not qos:
+            self.spent = True
             queue.acknowledge(ref)
             return
         assert packet_id is not None

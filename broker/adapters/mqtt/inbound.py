@@ -34,7 +34,8 @@ def publish_message(broker, principal, client_id: str | None, topic: str, payloa
     encoded = mapping.encode_publish(payload, qos, properties, now, retain)
     message = Message(encoded, envelope_of(encoded), address, rt, client_id, now)
     if retain:
-        retained.keep(broker, address, message, payload == b"")
+        kept = mapping.encode_kept(payload, qos, properties, now, retained.KEY, address)
+        retained.keep(broker, address, message, kept, payload == b"")
     publish(po, message, done, queue, txn)
     return address
 

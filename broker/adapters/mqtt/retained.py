@@ -37,15 +37,11 @@ def _queue(po):
     return queue
 
 
-def keep(broker, address: str, message: Message, clear: bool) -> None:
-    """Keep `message` (published with retain to `address`) as the address's retained message;
-    `clear`: its empty payload clears it."""
+def keep(broker, address: str, message: Message, encoded: bytes, clear: bool) -> None:
+    """Keep `message` (published with retain to `address`) as the address's retained message,
+    as `encoded` (mapping.encode_kept); `clear`: its empty payload clears it."""
     po = broker.postoffice
     queue = _queue(po)
-    neutral = decode_message(message.encoded)
-    neutral.durable = True
-    neutral.properties = [*neutral.properties, (KEY, "string", address)]
-    encoded = encode_message(neutral)
     copy = Message(encoded, envelope_of(encoded), RETAINED, ANYCAST, None, message.arrival)
 
     def stored(error: BaseException | None) -> None:
