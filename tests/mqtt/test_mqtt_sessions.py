@@ -196,3 +196,21 @@ def test_qos2_state_survives_a_broker_restart(start_broker, tmp_path):
     assert [m.payload for m in got] == [b"exactly-once", b"next"]
     again.close()
     back.close()
+
+
+def test_v5_session_expiry_counts_after_a_restart(start_broker, tmp_path):
+    """A session with a finite expiry found again after a restart expires (counted from the
+    restart), once the broker serves MQTT again."""
+    db = tmp_path / "exp.db"
+    broker = start_broker(store=f"sqlite:///{db}")
+    raw = Raw(broker, "exp-r", version=5, clean=False, properties=Properties(session_expiry_interval=2))
+    raw.send(Subscribe(1, [Subscription("expr/t", 1)]))
+    raw.recv()
+    raw.close()
+    broker.stop()
+    broker = start_broker(store=f"sqlite:///{db}")
+    base = http_url(broker)
+    assert call(base, "GET", "/api/queues/exp-r.expr.t")[0] == 200
+    Client(broker, V5).close()  # any MQTT client: the registry starts (and with it the countdowns)
+    wait_for(lambda: call(base, "GET", "/api/queues/exp-r.expr.t")[0] == 404, timeout=10,
+             message="the recovered session's queue deleted at its expiry")

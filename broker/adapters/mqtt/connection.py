@@ -224,7 +224,7 @@ class MqttConnection(ClientConnection):
                 self._refuse(codes.V3_BAD_USER_NAME_OR_PASSWORD, codes.BAD_USER_NAME_OR_PASSWORD, why)
             return
         self.client_id = client_id
-        registry = sessions_of(self.broker)
+        registry = sessions_of(self.broker, self.loop)
         session = registry.find(client_id)
         if session is not None and not self.broker.authorization.may_take_over(principal, session.user):
             self._refuse(codes.V3_NOT_AUTHORIZED, codes.NOT_AUTHORIZED,
@@ -300,9 +300,11 @@ class MqttConnection(ClientConnection):
         session = self.session
         assert session is not None and self.outbox is not None
         sub.session = session
-        req = sub.request(session.client_id, session.persistent, self.principal.name if self.principal else None)
+        req = sub.request(session.client_id, session.persistent, self.principal.name if self.principal else None,
+                          session.expiry_s)
         with self.broker.acting_as(self.principal):
             sub.consumer = self.broker.attach_consumer(req, sub, owner=self)
+        sub.queue = sub.consumer.queue
         sub.consumer.blocked = not self.writable
         self.outbox.subscriptions.append(sub)
 
@@ -636,7 +638,7 @@ class MqttConnection(ClientConnection):
         self._release(attempted=not self.clean_end)
         self.session = None
         will, self.will = self.will, None
-        registry = sessions_of(self.broker)
+        registry = sessions_of(self.broker, self.loop)
         if will is not None and not self.clean_end:
             delay = will.properties.will_delay_interval or 0 if self.version == MQTT_5 else 0
             delay = min(delay, session.expiry_s)
@@ -644,6 +646,10 @@ class MqttConnection(ClientConnection):
                 publish_will(self.broker, will)
             else:
                 session.will_timer = self.loop.call_later(delay, publish_will, self.broker, will)
+        for sub in session.subscriptions.values():  # what a restart would find (kept in memory)
+            options = sub.queue_options()
+            if options is not None:
+                options["expiry"] = session.expiry_s
         registry.expire_later(session, self.loop)
 
     def refuse_and_close(self, reason: str) -> None:

@@ -70,13 +70,30 @@ class Sessions:
         if not found and not owed:
             return None
         session = Session(client_id, found[0][0].extra.get("owner") if found else None)
-        session.expiry_s = NEVER
+        expiries = [o.get("expiry") for _, o in found]
+        session.expiry_s = min((e for e in expiries if isinstance(e, int) and e > 0), default=NEVER)
         session.awaiting_rel = owed
-        for _queue, options in found:
+        for queue, options in found:
             sub = Subscription.from_options(options)
             sub.session = session
+            sub.queue = queue
             session.subscriptions[sub.filter] = sub
         return session
+
+    def expire_recovered(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Persistent sessions from before a restart whose expiry is finite: counted from now
+        (the store does not say when their client left)."""
+        clients = set()
+        for queue in list(self.broker.postoffice.queues.values()):
+            options = queue.extra.get(EXTRA_KEY) if queue.extra else None
+            if isinstance(options, dict) and queue.durable and isinstance(options.get("client"), str):
+                expiry = options.get("expiry")
+                if isinstance(expiry, int) and 0 < expiry < NEVER:
+                    clients.add(options["client"])
+        for client_id in clients:
+            session = self.find(client_id)
+            if session is not None and session.connection is None and session.expiry_timer is None:
+                self.expire_later(session, loop)
 
     def end(self, session: Session) -> None:
         """The session is over: its subscriptions (and their queues) go."""
@@ -126,12 +143,14 @@ def _logged(error: BaseException | None) -> None:
         log.warning("QoS 2 state of an ended MQTT session not cleared: %s", error)
 
 
-def sessions_of(broker) -> Sessions:
-    """The broker's MQTT session registry (made on first use)."""
+def sessions_of(broker, loop: asyncio.AbstractEventLoop) -> Sessions:
+    """The broker's MQTT session registry (made on first use, when the sessions a restart
+    found start counting down their expiry)."""
     registry = getattr(broker, "mqtt_sessions", None)
     if registry is None:
         registry = Sessions(broker)
         broker.mqtt_sessions = registry
+        registry.expire_recovered(loop)
     return registry
 
 

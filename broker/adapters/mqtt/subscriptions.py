@@ -36,6 +36,7 @@ class Subscription:
     session: Session | None = None
     consumer: Any = None
     durable: bool | None = None  # its queue persists: fixed when first subscribed, kept on resume
+    queue: Any = None  # the core queue it last consumed from
 
     def __post_init__(self) -> None:
         shared = parse_shared(self.filter)
@@ -66,6 +67,13 @@ class Subscription:
                     outbox.subscriptions.remove(self)
 
     # -- the queue -------------------------------------------------------------------------------
+    def queue_options(self) -> dict | None:
+        """The options recorded with its durable queue (to keep them in step), or None."""
+        queue = self.queue
+        if queue is None or not queue.durable or queue.deleted:
+            return None
+        options = queue.extra.get(EXTRA_KEY)
+        return options if isinstance(options, dict) else None
     def options(self) -> dict:
         return {"filter": self.filter, "qos": self.qos, "nl": self.no_local, "rap": self.retain_as_published,
                 "rh": self.retain_handling, "id": self.identifier}
@@ -75,7 +83,8 @@ class Subscription:
         return cls(str(options["filter"]), int(options.get("qos", 1)), bool(options.get("nl")),
                    bool(options.get("rap")), int(options.get("rh", 0)), options.get("id"), durable=True)
 
-    def request(self, client_id: str, persistent: bool, user: str | None) -> core_links.ConsumerRequest:
+    def request(self, client_id: str, persistent: bool, user: str | None,
+                expiry: int | None = None) -> core_links.ConsumerRequest:
         """The core's consumer request for this filter of `client_id`'s session."""
         if self.durable is None:
             self.durable = persistent
@@ -89,7 +98,8 @@ class Subscription:
         return core_links.ConsumerRequest(
             self.pattern, MULTICAST, subscription_queue=name, durable=persistent,
             shared=self.group is not None, no_local_container=client_id if self.no_local else None,
-            user=user, extra={EXTRA_KEY: {**self.options(), "client": client_id}} if persistent else None)
+            user=user, extra={EXTRA_KEY: {**self.options(), "client": client_id, "expiry": expiry}} if persistent
+            else None)
 
 
 __all__ = ["EXTRA_KEY", "Subscription"]
