@@ -37,6 +37,8 @@ def publish_will(broker, will: PendingWill) -> None:
                         props, done)
     except HermodError as e:
         log.warning("will of MQTT client %s to %s refused: %s", will.client_id, will.topic, e)
+    except Exception:  # noqa: BLE001 - a will must not break the close that publishes it
+        log.exception("will of MQTT client %s to %s not published", will.client_id, will.topic)
     else:
         log.info("published the will of MQTT client %s to %s", will.client_id, will.topic)
 
