@@ -9,7 +9,8 @@ import pytest
 
 from hermod.broker.security.passwords import hash_password
 from hermod_testing import wait_for
-from mqtt_clients import V5, V311, Client, connect_props, props
+from hermod.broker.mqtt import SubAck, Subscribe, Subscription
+from mqtt_clients import V5, V311, Client, Raw, connect_props, props
 
 CONFIG = """
 [[address_settings]]
@@ -135,3 +136,25 @@ def test_full_address_block_policy_withholds_until_room(broker):
     assert sorted(p[-1] for p in back.payloads()) == list(range(10))
     back.close()
     pub.close()
+
+
+def test_invalid_topic_filter_refused_in_its_place(broker):
+    raw = Raw(broker, "bad-filter", version=5, username="admin", password=b"admin-pw")
+    raw.send(Subscribe(1, [Subscription("open/ok2", 1), Subscription("open/#/x", 1), Subscription("open/a+", 0)]))
+    ack = raw.recv_type(SubAck)
+    assert ack.reason_codes == [1, 0x8F, 0x8F]
+    raw.close()
+
+
+def test_unsubscribing_a_persistent_subscription_needs_delete_queue(broker):
+    """Unsubscribing a session's durable subscription deletes its queue: `delete_queue`, as
+    closing a durable subscription over AMQP (5.0 UNSUBACK 0x87 without it; the subscription stays)."""
+    c = Client(broker, V5, client_id="unsub-limited", clean=False, username="limited", password="limited-pw",
+               properties=connect_props(SessionExpiryInterval=600))
+    assert c.subscribe("open/keep", qos=1) == [1]
+    assert c.unsubscribe("open/keep") == [0x87]
+    feeder = admin(broker)
+    feeder.publish("open/keep", b"still", qos=1)
+    assert c.wait_messages(1)[0].payload == b"still"
+    feeder.close()
+    c.close()
