@@ -132,9 +132,36 @@ def _string(value: Any) -> str:
     return str(value)
 
 
+_HEAD_QOS = [(head, qos) for (_retain, qos), head in _HEADS.items()]
+
+
+def _plain(encoded: bytes) -> Outgoing | None:
+    """An MQTT PUBLISH without properties, as `encode_publish` wrote it (a prebuilt head, then
+    one data section): read without decoding the sections. None for anything else."""
+    for head, qos in _HEAD_QOS:
+        if encoded.startswith(head):
+            at = len(head)
+            if encoded[at:at + 3] != b"\x00\x53\x75":
+                return None
+            code = encoded[at + 3] if len(encoded) > at + 3 else -1
+            if code == 0xA0:
+                start, size = at + 5, encoded[at + 4]
+            elif code == 0xB0:
+                start, size = at + 8, int.from_bytes(encoded[at + 4:at + 8], "big")
+            else:
+                return None
+            if start + size != len(encoded):
+                return None
+            return Outgoing(encoded[start:], qos, EMPTY, 0)
+    return None
+
+
 def from_encoded(encoded: bytes, arrival_ms: int) -> Outgoing:
     """The MQTT form of a stored message (any protocol's); raises DecodeError on bytes that
     are not AMQP sections."""
+    plain = _plain(encoded)
+    if plain is not None:
+        return plain
     m = decode_message(encoded)
     return from_neutral(m, arrival_ms)
 
