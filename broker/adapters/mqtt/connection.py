@@ -183,7 +183,15 @@ class MqttConnection(ClientConnection):
         self.version = c.protocol_level
         self.state = CONNECTING
         self._pause("login")
-        asyncio.ensure_future(self._login(c))
+        asyncio.ensure_future(self._login_guarded(c))
+
+    async def _login_guarded(self, c: Connect) -> None:
+        try:
+            await self._login(c)
+        except Exception:  # noqa: BLE001 - a fault of one CONNECT closes that connection alone
+            log.exception("MQTT connection %s: CONNECT failed", self.peer)
+            self.state = CLOSING
+            self.close()
 
     def _refuse(self, v3_code: int, v5_code: int, why: str) -> None:
         log.warning("MQTT connection %s (client %r): refused: %s", self.peer, self.client_id, why)
