@@ -9,6 +9,7 @@ const [url, version, topic, count, qos, username, password] = process.argv.slice
 const n = Number(count);
 const level = Number(qos);
 const options = { protocolVersion: Number(version), clean: true, connectTimeout: 10000, reconnectPeriod: 0 };
+if (options.protocolVersion === 3) options.protocolId = 'MQIsdp';  // MQTT 3.1 (WebSocket subprotocol mqttv3.1)
 if (username) { options.username = username; options.password = password; }
 const client = mqtt.connect(url, options);
 const got = [];

@@ -51,7 +51,7 @@ def test_mqttjs_over_tcp(broker, version):
         assert sorted(m["user"]["seq"] for m in r["messages"]) == [str(i) for i in range(5)]
 
 
-@pytest.mark.parametrize("version", [4, 5])
+@pytest.mark.parametrize("version", [3, 4, 5])
 def test_mqttjs_over_websocket(broker, version):
     url = web_url(broker).replace("amqp://", "ws://").replace("mqtt://", "ws://")
     r = mqttjs(f"{url}/mqtt", version, f"js/ws/{version}", 3, 2)
