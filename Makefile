@@ -57,12 +57,18 @@ openwire-java:
 	fi
 
 # Mosquitto 2.0 for the MQTT golden packets (tests/mqtt: paho-mqtt talks to it through a
-# recording proxy), where missing. The package's own service is not used.
+# recording proxy) and its command-line clients (mosquitto_pub / mosquitto_sub), where missing;
+# mqtt.js into interop/mqttjs/node_modules (npm ci, when missing). The package's own service is
+# not used.
 mqtt-deps:
-	@if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then \
-		echo "installing mosquitto for the MQTT tests"; \
+	@if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ] || ! command -v mosquitto_pub >/dev/null 2>&1; then \
+		echo "installing mosquitto and mosquitto-clients for the MQTT tests"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
-			apt-get install -y -qq --no-install-recommends mosquitto >/dev/null; \
+			apt-get install -y -qq --no-install-recommends mosquitto mosquitto-clients >/dev/null; \
+	fi
+	@if [ ! -d interop/mqttjs/node_modules/mqtt ]; then \
+		echo "installing mqtt.js for the MQTT tests"; \
+		cd interop/mqttjs && npm ci --silent --no-audit --no-fund; \
 	fi
 
 # Headless Chromium and its WebDriver for the console tests (tests/console), where missing.

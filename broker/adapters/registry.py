@@ -12,6 +12,8 @@ def _makers() -> dict[str, Maker]:
     makers: dict[str, Maker] = {}
     from .openwire.connection import OpenWireConnection
     makers["openwire"] = OpenWireConnection
+    from .mqtt.connection import MqttConnection
+    makers["mqtt"] = MqttConnection
     return makers
 
 

@@ -110,6 +110,9 @@ class ConsumerRequest:
     shared: bool = False
     exclusive: bool = False  # ActiveMQ's consumer.exclusive=true
     user: str | None = None  # who attaches: a durable subscription belongs to its creator
+    # Attributes a protocol keeps with a subscription queue it creates (stored with a durable
+    # one): MQTT's subscription options, so a persistent session resumes after a restart.
+    extra: dict | None = None
 
 
 def _source_routing_type(po: PostOffice, req: ConsumerRequest, address: Address | None) -> str:
@@ -219,7 +222,7 @@ def _subscription_queue(po: PostOffice, address, req: ConsumerRequest) -> Queue:
 
 
 def _subscription_extra(req: ConsumerRequest) -> dict | None:
-    extra = {}
+    extra = dict(req.extra) if req.extra else {}
     if req.no_local_container:
         extra["no_local"] = req.no_local_container
     if req.user is not None:  # whose it is, and whose rights its wildcard bindings follow

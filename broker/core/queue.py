@@ -105,6 +105,11 @@ class Queue(Dispatch, Paging, Outcomes):
             if old.durable:
                 self.host.journal.submit([ports.DeleteReference(self.name, old.message.id)], None)
 
+    def last_values(self) -> dict[object, Ref]:
+        """A last-value queue's newest waiting ref per key (read only: MQTT's retained
+        messages are looked up here by topic)."""
+        return self._last_values
+
     def _forget(self, ref: Ref) -> None:
         """The ref has left the queue for good (acknowledged, replaced, moved)."""
         self._account(-ref.message.size, -1)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from matrix_amqp import PATHS as AMQP_PATHS
 from matrix_core import ALL, MANAGEMENT, RIGHTS, Case, EntryPath, users_toml
 from matrix_management import PATHS as MANAGEMENT_PATHS
+from matrix_mqtt import PATHS as MQTT_PATHS
 from matrix_openwire import PATHS as OPENWIRE_PATHS
 
-PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *OPENWIRE_PATHS]
+PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *OPENWIRE_PATHS, *MQTT_PATHS]
 
 
 def cells() -> list[tuple[int, str, EntryPath]]:
