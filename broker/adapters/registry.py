@@ -11,6 +11,8 @@ Maker = Callable[[object, object], object]  # (server, listener) -> asyncio.Prot
 def _makers() -> dict[str, Maker]:
     makers: dict[str, Maker] = {}
     # e.g. from .openwire.connection import OpenWireConnection; makers["openwire"] = OpenWireConnection
+    from .stomp.connection import StompConnection
+    makers["stomp"] = StompConnection
     return makers
 
 
