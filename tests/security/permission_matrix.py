@@ -20,8 +20,9 @@ from __future__ import annotations
 from matrix_amqp import PATHS as AMQP_PATHS
 from matrix_core import ALL, MANAGEMENT, RIGHTS, Case, EntryPath, users_toml
 from matrix_management import PATHS as MANAGEMENT_PATHS
+from matrix_stomp import PATHS as STOMP_PATHS
 
-PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS]
+PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *STOMP_PATHS]
 
 
 def cells() -> list[tuple[int, str, EntryPath]]:
