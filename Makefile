@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps
+.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps stomp-deps
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -65,6 +65,21 @@ mqtt-deps:
 			apt-get install -y -qq --no-install-recommends mosquitto >/dev/null; \
 	fi
 
+# STOMP clients of other languages (tests/stomp/test_stomp_other_clients.py), where missing:
+# Debian's ruby-stomp, and @stomp/stompjs with Node's ws in interop/stompjs/node_modules.
+stomp-deps:
+	@if ! [ -f /usr/lib/ruby/vendor_ruby/stomp.rb ]; then \
+		echo "installing ruby-stomp for the STOMP tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ruby-stomp >/dev/null; \
+	fi
+	@if ! command -v npm >/dev/null 2>&1; then \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
+	@if ! [ -d interop/stompjs/node_modules/@stomp/stompjs ] || ! [ -d interop/stompjs/node_modules/ws ]; then \
+		echo "installing @stomp/stompjs and ws into interop/stompjs"; \
+		cd interop/stompjs && npm ci --no-audit --no-fund --silent; \
+	fi
+
 # Headless Chromium and its WebDriver for the console tests (tests/console), where missing.
 console-deps:
 	@if ! command -v chromedriver >/dev/null 2>&1 || ! [ -x /usr/bin/chromium ]; then \
@@ -96,7 +111,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps
+test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps stomp-deps
 	$(VENV)/bin/pytest -q
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and

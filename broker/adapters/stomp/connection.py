@@ -154,8 +154,8 @@ class StompConnection(ClientConnection):
         self.client_id = frame.header("client-id")
         self.waiting = True
         self._pause()
-        login = frame.header("login")
-        passcode = frame.header("passcode")
+        login = frame.header("login") or None  # an empty login is none (Classic's clients send one)
+        passcode = frame.header("passcode") if login is not None else None
         task = self.server.loop.create_task(self._login(frame, login, passcode, send_ms, receive_ms))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
