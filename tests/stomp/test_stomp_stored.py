@@ -34,3 +34,20 @@ def test_receipted_sends_survive_a_kill(start_broker, tmp_path):
     consumer.frame("SUBSCRIBE", [("destination", "/topic/kept.t"), ("id", "d"), ("activemq.subscriptionName", "n")])
     m = consumer.until("MESSAGE")
     assert (m.body, m.header("persistent")) == (b"topic", "true")
+
+
+def test_a_durable_subscription_answered_is_stored(start_broker, tmp_path):
+    store = f"sqlite:///{tmp_path / 'stomp-sub.db'}"
+    broker = start_broker(store=store)
+    raw = session(broker, extra=[("client-id", "quick")])
+    raw.frame("SUBSCRIBE", [("destination", "/topic/quick.t"), ("id", "d"), ("activemq.subscriptionName", "n"),
+                            ("receipt", "sub")])
+    assert raw.until("RECEIPT").header("receipt-id") == "sub"
+    broker.kill()  # at once: the RECEIPT promised the subscription is stored
+    again = start_broker(store=store)
+    producer = session(again)
+    producer.frame("SEND", [("destination", "/topic/quick.t"), ("receipt", "r")], b"for the subscription")
+    assert producer.until("RECEIPT").header("receipt-id") == "r"
+    back = session(again, extra=[("client-id", "quick")])
+    back.frame("SUBSCRIBE", [("destination", "/topic/quick.t"), ("id", "d"), ("activemq.subscriptionName", "n")])
+    assert back.until("MESSAGE").body == b"for the subscription"

@@ -47,7 +47,7 @@ class Subscriptions:
         self._ack_ids = itertools.count(1)
 
     # -- SUBSCRIBE ----------------------------------------------------------------------------------
-    def subscribe(self, frame: Frame) -> None:
+    def subscribe(self, frame: Frame) -> object:
         conn = self.conn
         raw = frame.header("destination")
         sid = frame.header("id")
@@ -98,6 +98,29 @@ class Subscriptions:
             raise
         self.by_id[sid] = sub
         sub.refill()
+        return self._answer_when_stored(sub, frame)
+
+    def _answer_when_stored(self, sub: Subscription, frame: Frame) -> object:
+        """The RECEIPT of a SUBSCRIBE that created a durable queue waits for the store: a client
+        told its durable subscription exists must find it after a crash (as an AMQP attach)."""
+        waiting = {id(c.queue): c.queue for c in sub.consumers if not c.queue.persisted}
+        if not waiting:
+            return None
+        conn = self.conn
+        slot = conn.answers.reserve()
+        receipt = frame.header("receipt")
+
+        def stored(queue, error: BaseException | None) -> None:
+            if error is not None:
+                conn.fail(error, frame, slot)
+                return
+            waiting.pop(id(queue), None)
+            if not waiting:
+                conn.answers.fill(slot, conn.receipt(receipt) if receipt is not None else None)
+
+        for queue in list(waiting.values()):
+            queue.when_persisted(stored)
+        return HANDLED
 
     def _attach(self, req: core_links.ConsumerRequest, sub: Subscription, own_temporary: bool) -> Consumer:
         conn = self.conn
