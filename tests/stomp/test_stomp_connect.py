@@ -20,9 +20,9 @@ anonymous = false
 """
 
 
-@pytest.fixture
-def broker(start_broker):
-    return start_broker()
+@pytest.fixture(scope="module")
+def broker(start_module_broker):
+    return start_module_broker()
 
 
 @pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
@@ -125,3 +125,25 @@ def test_frames_before_connect_are_refused(broker):
     assert raw2.next().command == "CONNECTED"
     assert raw2.next().command == "ERROR"
     assert raw2.closed_by_broker()
+
+
+def test_management_lists_and_closes_a_stomp_connection(broker):
+    import json
+    import re
+    import urllib.request
+    base = next(m.group(1) for line in broker.stdout_lines if (m := re.search(r"hermod http on (\S+)", line)))
+    raw = Raw(broker)
+    raw.connect("1.2", extra=[("client-id", "listed")])
+    raw.frame("SUBSCRIBE", [("destination", "/queue/listed"), ("id", "s1"), ("selector", "a = 1"), ("receipt", "r")])
+    raw.until("RECEIPT")
+    with urllib.request.urlopen(base + "/api/connections") as answer:
+        connections = json.load(answer)
+    mine = next(c for c in connections if c["protocol"] == "stomp" and c["container_id"] == "listed")
+    assert [(link["name"], link["role"], link["address"], link["filter"]) for link in mine["links"]] == [
+        ("s1", "receiver", "listed::listed", "a = 1")]
+    request = urllib.request.Request(f"{base}/api/connections/{mine['id']}", method="DELETE",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        assert answer.status == 204
+    assert "closed by management" in raw.until("ERROR").header("message")
+    assert raw.closed_by_broker()

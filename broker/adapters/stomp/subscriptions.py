@@ -269,5 +269,13 @@ class Subscriptions:
             sub.set_blocked(blocked)
 
     def describe(self) -> list[dict]:
-        return [{"name": sub.id, "role": "sender", "address": sub.destination, "ack": sub.ack,
-                 "unacknowledged": len(sub.unacked)} for sub in self.by_id.values()]
+        """Each subscription as /api/connections lists an AMQP link (the client's role: receiver)."""
+        out = []
+        for sub in self.by_id.values():
+            consumers = sub.consumers
+            out.append({"name": sub.id, "role": "receiver",
+                        "address": ",".join(f"{c.queue.address.name}::{c.queue.name}" for c in consumers) or None,
+                        "credit": max((c.credit for c in consumers), default=0), "unsettled": len(sub.unacked),
+                        "filter": next((c.selector_text for c in consumers if c.selector_text), None),
+                        "browser": sub.browser, "destination": sub.destination, "ack": sub.ack})
+        return out
