@@ -335,3 +335,48 @@ def test_browser_sees_without_taking(broker):
     assert [m.body for m in seen[:2]] == [b"0", b"1"] and seen[2].header("browser") == "end"
     subscribe(raw, "/queue/br", "take")
     assert [raw.until("MESSAGE").body for _ in range(2)] == [b"0", b"1"]
+
+
+def test_virtual_topic_consumer_queues(broker):
+    a, b = session(broker), session(broker)
+    subscribe(a, "/queue/Consumer.A.VirtualTopic.Orders", "a")
+    subscribe(b, "/queue/Consumer.B.VirtualTopic.Orders", "b")
+    send(a, "/topic/VirtualTopic.Orders", b"order-1")
+    assert a.until("MESSAGE").body == b"order-1"
+    assert b.until("MESSAGE").body == b"order-1"
+
+
+def test_consumer_priority(broker):
+    low, high = session(broker), session(broker)
+    subscribe(low, "/queue/prio", "low", **{"activemq__priority": "1"})
+    subscribe(high, "/queue/prio", "high", **{"activemq__priority": "9"})
+    for i in range(3):
+        send(low, "/queue/prio", str(i).encode())
+    assert [high.until("MESSAGE").body for _ in range(3)] == [b"0", b"1", b"2"]
+    with pytest.raises(AssertionError):
+        low.next(timeout=0.3)
+
+
+def test_expired_messages_are_not_delivered(broker):
+    raw = session(broker)
+    send(raw, "/queue/exp", b"old", expires="1000")
+    send(raw, "/queue/exp", b"fresh", expires="0")
+    subscribe(raw, "/queue/exp")
+    assert raw.until("MESSAGE").body == b"fresh"
+
+
+@pytest.mark.parametrize("headers,phrase", [
+    ([("destination", "/queue/" + "n" * 1100)], "longer than 1024 bytes"),
+    ([("destination", "/queue/sel.long"), ("selector", "a = '" + "x" * 17000 + "'")], "selector"),
+    ([("destination", ",".join(f"/queue/c{i}" for i in range(300)))], "parts"),
+    ([("destination", "/queue/x"), ("ack", "sometimes")], "ack must be"),
+    ([("destination", "/queue/x")], "id header"),
+])
+def test_limits_on_subscribe(broker, headers, phrase):
+    raw = session(broker)
+    if phrase != "id header":
+        headers = headers + [("id", "s")]
+    raw.frame("SUBSCRIBE", headers)
+    error = raw.until("ERROR")
+    assert phrase in error.header("message"), error.header("message")
+    assert raw.closed_by_broker()
