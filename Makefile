@@ -66,11 +66,13 @@ mqtt-deps:
 	fi
 
 # STOMP clients of other languages (tests/stomp/test_stomp_other_clients.py), where missing:
-# Debian's ruby-stomp, and @stomp/stompjs with Node's ws in interop/stompjs/node_modules.
+# Debian's ruby-stomp, and @stomp/stompjs with Node's ws in interop/stompjs/node_modules; and
+# Debian's ActiveMQ 5.17.2 for tests/stomp/test_stomp_vs_classic.py (its own service is not used).
 stomp-deps:
-	@if ! [ -f /usr/lib/ruby/vendor_ruby/stomp.rb ]; then \
-		echo "installing ruby-stomp for the STOMP tests"; \
-		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ruby-stomp >/dev/null; \
+	@if ! [ -f /usr/lib/ruby/vendor_ruby/stomp.rb ] || ! [ -f /usr/share/activemq/bin/activemq.jar ]; then \
+		echo "installing ruby-stomp and activemq (5.17.2, the comparison broker) for the STOMP tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+			apt-get install -y -qq --no-install-recommends ruby-stomp activemq >/dev/null; \
 	fi
 	@if ! command -v npm >/dev/null 2>&1; then \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
