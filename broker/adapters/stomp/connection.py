@@ -30,7 +30,7 @@ from ..connection import ClientConnection
 from .answers import HANDLED, Answers, Slot
 from .heartbeats import SERVER_HEART_BEAT, Heartbeats
 from .producer import WAIT, Producer
-from .refusals import refusal
+from .refusals import Goodbye, LoginRefused, refusal
 from .subscriptions import Subscriptions
 from .temporaries import Temporaries
 from .transactions import StompTransactions
@@ -42,6 +42,7 @@ log = logging.getLogger("hermod.stomp")
 
 CLOSE_GRACE_S = 5.0  # after an ERROR, a client that does not read its last frames is cut off
 CONNECT_TIMEOUT_S = 10.0  # from hand-over to CONNECTED
+OUTPUT_BATCH = 256 * 1024  # frames gathered for one socket write, at most
 
 
 class StompConnection(ClientConnection):
@@ -66,6 +67,9 @@ class StompConnection(ClientConnection):
         self.transactions = StompTransactions(self)
         self.temporaries = Temporaries(self)
         self._timer: asyncio.TimerHandle | None = None
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_due = False
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -130,7 +134,7 @@ class StompConnection(ClientConnection):
                 raise StompError(f"{command} is not allowed once connected")
             result = handler(self, frame)
         except Exception as e:  # noqa: BLE001 - every refusal is an ERROR frame, the broker carries on
-            if not isinstance(e, (StompError, HermodError, MappingError, OSError)):
+            if not isinstance(e, (StompError, HermodError, MappingError, OSError, Goodbye)):
                 log.exception("STOMP %s from %s failed", command, self.peer)
             self.fail(e, frame)
             return
@@ -150,7 +154,7 @@ class StompConnection(ClientConnection):
             send_ms, receive_ms = negotiate_heart_beat(frame.header("heart-beat"), SERVER_HEART_BEAT)
         self.version = version
         if self.over_connection_limit:
-            raise StompError("too many connections: the broker is at max_connections")
+            raise Goodbye("too many connections: the broker is at max_connections")
         self.client_id = frame.header("client-id")
         self.waiting = True
         self._pause()
@@ -167,7 +171,7 @@ class StompConnection(ClientConnection):
         if self.closed:
             return
         if principal is None:
-            self.fail(StompError(f"login refused: {why}"), frame)
+            self.fail(LoginRefused(why), frame)
             return
         self._connected(frame, principal, send_ms, receive_ms)
 
@@ -194,6 +198,33 @@ class StompConnection(ClientConnection):
         self._timer = None
         if not self.connected and not self.closed:
             self.drop("no CONNECT frame within %d s" % CONNECT_TIMEOUT_S)
+
+    # -- output: one socket write per loop turn -----------------------------------------------------
+    def write(self, data: bytes) -> None:
+        """Frames are gathered and written once per loop turn (a write is a system call: one per
+        MESSAGE was most of the broker's time under load), at once past OUTPUT_BATCH bytes so
+        the socket's write mark still pauses the consumers in time."""
+        out = self._out
+        out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes >= OUTPUT_BATCH:
+            self.flush()
+        elif not self._flush_due:
+            self._flush_due = True
+            self.server.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_due = False
+        if not self._out:
+            return
+        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+        self._out.clear()
+        self._out_bytes = 0
+        super().write(data)
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
 
     # -- answers --------------------------------------------------------------------------------------
     def receipt(self, receipt_id: str) -> bytes:
@@ -228,15 +259,15 @@ class StompConnection(ClientConnection):
         self.server.loop.call_later(CLOSE_GRACE_S, self.abort)
 
     def fail_later(self, message: str) -> None:
-        self.server.loop.call_soon(self.fail, StompError(message))
+        self.server.loop.call_soon(self.fail, Goodbye(message))
 
     def drop(self, why: str) -> None:
         """The client is gone or silent: say why (it may still read), close."""
         log.info("STOMP connection %s dropped: %s", self.peer, why)
-        self.fail(StompError(why))
+        self.fail(Goodbye(why))
 
     def refuse_and_close(self, reason: str) -> None:
-        self.fail(StompError(reason))
+        self.fail(Goodbye(reason))
 
     # -- flow ------------------------------------------------------------------------------------------
     def _pause(self) -> None:

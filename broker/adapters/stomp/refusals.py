@@ -8,6 +8,15 @@ from ...core.transactions import UnknownTransaction
 from ...mapping.stomp import MappingError
 from ...stomp import StompError
 
+class Goodbye(Exception):
+    """The broker ends the connection: management closed it, the broker stops, heart-beats
+    stopped, CONNECT never came."""
+
+
+class LoginRefused(Exception):
+    """Bad credentials, anonymous not allowed, the user's connection limit."""
+
+
 _TABLE: tuple[tuple[type[BaseException], str], ...] = (
     (errors.NotAuthorized, "not authorized"),
     (errors.ResourceLimitExceeded, "resource limit exceeded"),
@@ -22,6 +31,8 @@ _TABLE: tuple[tuple[type[BaseException], str], ...] = (
     (errors.QueueElsewhere, "queue on another node"),
     (MappingError, "invalid header"),
     (StompError, "malformed frame"),
+    (Goodbye, "connection closed"),
+    (LoginRefused, "login refused"),
 )
 
 
@@ -36,4 +47,4 @@ def refusal(error: BaseException) -> str:
     return f"{phrase}: {text}" if text else phrase
 
 
-__all__ = ["refusal"]
+__all__ = ["Goodbye", "LoginRefused", "refusal"]

@@ -85,7 +85,7 @@ class Subscription:
         if not self.consumers and self.active:
             self.active = False
             self.conn.subscriptions.forget(self)
-            self.conn.fail_later(f"destination deleted: queue {consumer.queue.name} was deleted")
+            self.conn.fail_later(f"queue {consumer.queue.name} was deleted")
 
     # -- credit ------------------------------------------------------------------------------------
     def _credit_back(self) -> None:
