@@ -167,14 +167,31 @@ def body_of(m: NeutralMessage, encoded: bytes) -> tuple[bytes, str | None]:
     return b"", None
 
 
+# The last messages decoded for delivery, by the identity of their encoded bytes (kept, so the
+# identity cannot be reused): a topic's message reaching several STOMP subscribers is decoded once.
+_DECODED: dict[int, tuple[bytes, NeutralMessage, bytes, str | None]] = {}
+DECODED_KEPT = 64
+
+
+def _decoded(encoded: bytes) -> tuple[NeutralMessage, bytes, str | None]:
+    hit = _DECODED.get(id(encoded))
+    if hit is not None and hit[0] is encoded:
+        return hit[1], hit[2], hit[3]
+    m = decode_message(encoded)
+    body, content_type = body_of(m, encoded)
+    if len(_DECODED) >= DECODED_KEPT:
+        del _DECODED[next(iter(_DECODED))]
+    _DECODED[id(encoded)] = (encoded, m, body, content_type)
+    return m, body, content_type
+
+
 def to_message(encoded: bytes, destination: str, name_of: Callable[[str, int], str], fallback_id: str,
                redelivered: bool) -> tuple[list[tuple[str, str]], bytes]:
     """(headers, body) of a MESSAGE frame for a stored message: `destination` its STOMP name,
     `name_of(address, kind)` the STOMP name of a reply-to address of an x-opt-jms-reply-to kind,
     `fallback_id` the `message-id` when the message has none. The caller adds `subscription` and
     `ack` in front."""
-    m = decode_message(encoded)
-    body, content_type = body_of(m, encoded)
+    m, body, content_type = _decoded(encoded)
     headers: list[tuple[str, str]] = [
         ("message-id", _text(m.message_id) if m.message_id is not None else fallback_id),
         ("destination", destination)]
