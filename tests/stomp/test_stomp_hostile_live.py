@@ -189,3 +189,11 @@ def test_fuzzed_frames_get_an_error_and_the_broker_survives(broker):
         raw.close()
     assert errors > 30
     bystander_round_trip(broker, "after-fuzz")
+
+
+def test_an_unfinished_frame_counts_against_the_memory_limit(start_broker):
+    small = start_broker(config="[server]\nmax_memory_mb = 2\n")
+    raw = session(small)
+    stream(raw, b"SEND\ndestination:/queue/mem\n\n" + b"m" * (6 << 20))  # no NUL: never finished
+    refused(raw, "memory limit")
+    bystander_round_trip(small, "mem.after")
