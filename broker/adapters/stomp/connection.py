@@ -303,6 +303,9 @@ class StompConnection(ClientConnection):
 
         po.flow.wait(self, resume)
 
+    def revalidate(self) -> int:
+        return self.subscriptions.revalidate()
+
     def writability_changed(self) -> None:
         self.subscriptions.set_blocked(not self.writable)
 

@@ -49,6 +49,7 @@ class Subscription:
         self.consumers: list[Consumer] = []
         self.unacked: dict[int, Pending] = {}  # by seq, in delivery order
         self.browse_ended = False
+        self.held: tuple[tuple[str, str], ...] = ()  # (operation, address) rights its SUBSCRIBE was granted
         self._refill_due = False
         self.active = True
 

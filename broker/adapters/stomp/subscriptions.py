@@ -82,7 +82,7 @@ class Subscriptions:
         user = conn.principal.name if conn.principal is not None else None
         sub = Subscription(conn, sid, raw or "", ack, window, browser, durable_queue)
         try:
-            with broker.acting_as(conn.principal):
+            with broker.authorization.recording() as held, broker.acting_as(conn.principal):
                 for t in found:
                     req = core_links.ConsumerRequest(
                         t.address, MULTICAST if durable_queue else t.routing, t.queue, browser=browser,
@@ -96,6 +96,7 @@ class Subscriptions:
         except BaseException:
             sub.close()
             raise
+        sub.held = tuple(held)
         self.by_id[sid] = sub
         sub.refill()
         return self._answer_when_stored(sub, frame)
@@ -263,6 +264,20 @@ class Subscriptions:
         self.by_id.clear()
         self.pending.clear()
         self.pending_by_seq.clear()
+
+    def revalidate(self) -> int:
+        """After a reload: the first subscription whose rights (`consume`, `browse` on what its
+        SUBSCRIBE was allowed) no longer hold ends the connection with an ERROR (STOMP has no
+        way to end one subscription alone). 1 if so, else 0."""
+        conn = self.conn
+        authorization = conn.broker.authorization
+        for sub in self.by_id.values():
+            for operation, address in sub.held:
+                denial = authorization.denial(conn.principal, operation, address, via="reload", peer=conn.peer)
+                if denial is not None:
+                    conn.fail(errors.NotAuthorized(denial))
+                    return 1
+        return 0
 
     def set_blocked(self, blocked: bool) -> None:
         for sub in self.by_id.values():
