@@ -21,7 +21,7 @@ import uuid
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ...core.errors import HermodError
+from ...core.errors import HermodError, ResourceLimitExceeded
 from ...core.publishing import blocked
 from ...mapping.stomp import MappingError
 from ...stomp import (HEARTBEAT, VERSIONS, Frame, FrameParser, Heartbeat, Limits, StompError, UnsupportedVersion,
@@ -58,7 +58,7 @@ class StompConnection(ClientConnection):
         self.waiting = False  # a login or a blocked SEND holds the frames behind it
         self.ending = False  # an ERROR is on its way, or DISCONNECT came: nothing more is handled
         self.clean = False  # DISCONNECT: the client meant to go
-        self.parse_error: StompError | None = None
+        self.parse_error: Exception | None = None  # the bytes' fault, answered after the frames before it
         self.reserved = 0  # bytes of unfinished frames counted against the broker's memory
         self.answers = Answers(self)
         self.heartbeats: Heartbeats | None = None
@@ -102,8 +102,9 @@ class StompConnection(ClientConnection):
         delta = now - self.reserved
         if delta > 0:
             if not flow.reserve(delta):
-                self.parse_error = self.parse_error or StompError(
-                    "the broker's memory limit is reached: frame refused")
+                self.parse_error = self.parse_error or ResourceLimitExceeded(
+                    "the broker's memory limit is reached: an unfinished frame of "
+                    f"{now} bytes is refused")
                 return
         elif delta < 0:
             flow.release(-delta)
