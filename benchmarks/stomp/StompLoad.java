@@ -46,7 +46,8 @@ public class StompLoad {
         HashMap<String, String> h = new HashMap<>();
         h.put("id", "s");
         h.put("receipt", "subscribed");
-        h.put("activemq.prefetchSize", "1000");
+        h.put("activemq.prefetchSize", "1000");  // ActiveMQ and Hermod
+        h.put("prefetch-count", "1000");  // RabbitMQ
         c.subscribe(destination, ack, h);
         StompFrame f = c.receive(30000);
         if (!"RECEIPT".equals(f.getAction())) throw new IllegalStateException(f.toString());

@@ -1,7 +1,8 @@
 """STOMP benchmark: Q1 (one producer with a receipt per SEND, at most 100 unanswered; one consumer
 with client-individual ACKs) and T4 (one producer, four auto-ack subscribers of a topic), run by
 ActiveMQ Classic's own STOMP client class (StompLoad.java on `StompConnection`, the same client for
-every broker) against Hermod (memory store) and Debian's ActiveMQ 5.17.2 (non-persistent), in
+every broker) against Hermod (memory store), Debian's ActiveMQ 5.17.2 (non-persistent) and
+Debian's RabbitMQ 3.10 with its STOMP plugin (a private node, as the bridge tests start it), in
 one run, interleaved, several rounds; prints each run and the medians.
 
     PYTHONPATH=. python benchmarks/stomp/run.py [--count 20000] [--size 1024] [--rounds 3]
@@ -17,10 +18,30 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "stomp")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "stomp"), str(ROOT / "tests" / "bridge")]
 
+from bridge_testing import free_port  # noqa: E402
 from classic import Classic  # noqa: E402
 from hermod_testing import BrokerProcess  # noqa: E402
+from rabbitmq import RabbitNode, missing  # noqa: E402
+
+
+class RabbitStomp(RabbitNode):
+    """The bridge tests' private RabbitMQ 3.10 node, with its STOMP plugin on a port of its own
+    (CONNECT without a login is the guest user)."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self.stomp_port = free_port()
+        (base / "enabled_plugins").write_text("[rabbitmq_stomp].\n")
+        (base / "rabbitmq.conf").write_text(
+            "loopback_users = none\n"
+            f"stomp.listeners.tcp.1 = 127.0.0.1:{self.stomp_port}\n"
+            "stomp.default_user = guest\nstomp.default_pass = guest\n")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.stomp_port}"
 
 CLASSPATH = ["/usr/share/java/activemq-stomp.jar", "/usr/share/java/activemq-client.jar"]
 
@@ -50,17 +71,26 @@ def main() -> None:
     cp = build(work)
     hermod = BrokerProcess(["--port", "0", "--store", "memory"], work).start()
     classic = Classic(work / "classic").start()
+    brokers = [("hermod", hermod), ("activemq-5.17.2", classic)]
+    rabbit = None
+    if missing() is None:
+        rabbit = RabbitStomp(work / "rabbit").start()
+        brokers.append(("rabbitmq-3.10", rabbit))
+    else:
+        print("RabbitMQ left out:", missing())
     results: dict[tuple[str, str], list[float]] = {}
     try:
         for _ in range(args.rounds):
             for scenario in ("q1", "t4"):
-                for name, broker in (("hermod", hermod), ("activemq-5.17.2", classic)):
+                for name, broker in brokers:
                     rate = load(cp, scenario, broker.address, args.count, args.size)
                     results.setdefault((scenario, name), []).append(rate)
                     print(f"{scenario} {name}: {rate:.0f} msg/s", flush=True)
     finally:
         hermod.stop()
         classic.stop()
+        if rabbit is not None:
+            rabbit.stop()
     for (scenario, name), rates in sorted(results.items()):
         print(f"median {scenario} {name}: {statistics.median(rates):.0f} msg/s ({', '.join(f'{r:.0f}' for r in rates)})")
 
