@@ -37,7 +37,7 @@ public class StompLoad {
         c.open(new BufferedSocket(host, port));
         HashMap<String, String> h = new HashMap<>();
         h.put("accept-version", "1.2");
-        h.put("host", "localhost");
+        h.put("host", "/");  // RabbitMQ reads it as the virtual host
         c.connect(h);  // reads CONNECTED itself (and throws on anything else)
         return c;
     }
