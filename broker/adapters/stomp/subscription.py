@@ -10,10 +10,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...core import links as core_links
-from ...mapping.stomp import to_message
 from ...mapping.neutral import TEMPORARY_QUEUE_KIND, TEMPORARY_TOPIC_KIND, TOPIC_KIND
 from ...stomp import encode_frame
 from .destinations import stomp_name
+from .message_frames import message_frame
 
 if TYPE_CHECKING:
     from ...core.consumer import Consumer, Ref
@@ -59,14 +59,10 @@ class Subscription:
         message = ref.message
         name = stomp_name(conn, message.address, consumer.queue.routing_type)
         redelivered = ref.delivery_count > 1
-        headers, body = to_message(message.encoded, name, self._reply_name, f"hermod:{message.id}", redelivered)
-        key = None
-        if not self.browser and self.ack != AUTO:
-            key = conn.subscriptions.ack_key(headers[0][1])
-            if conn.version == "1.2":
-                headers.insert(1, ("ack", key))
-        headers.insert(0, ("subscription", self.id))
-        conn.write(encode_frame("MESSAGE", headers, body, conn.version))
+        explicit = not self.browser and self.ack != AUTO
+        data, key = message_frame(conn, message, name, redelivered, self.id, self._reply_name,
+                                  conn.subscriptions.ack_key if explicit else None)
+        conn.write(data)
         if self.browser:
             self._credit_back()
             if not consumer.snapshot:
