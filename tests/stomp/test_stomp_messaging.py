@@ -380,3 +380,20 @@ def test_limits_on_subscribe(broker, headers, phrase):
     error = raw.until("ERROR")
     assert phrase in error.header("message"), error.header("message")
     assert raw.closed_by_broker()
+
+
+def test_a_clean_disconnect_gives_messages_back_marked_redelivered_without_an_attempt(broker):
+    producer = session(broker)
+    send(producer, "/queue/nack.clean", b"kept")  # nack.#: max_delivery_attempts = 2
+    for _ in range(3):  # three clean goodbyes: more than the attempts allowed, none counted
+        raw = session(broker)
+        subscribe(raw, "/queue/nack.clean", ack="client-individual")
+        m = raw.until("MESSAGE")
+        assert m.body == b"kept"
+        raw.frame("DISCONNECT", [("receipt", "bye")])
+        raw.until("RECEIPT")
+        assert raw.closed_by_broker()
+    last = session(broker)
+    subscribe(last, "/queue/nack.clean", ack="client-individual")
+    m = last.until("MESSAGE")
+    assert (m.body, m.header("redelivered")) == (b"kept", "true")

@@ -58,7 +58,7 @@ class Subscription:
         conn = self.conn
         message = ref.message
         name = stomp_name(conn, message.address, consumer.queue.routing_type)
-        redelivered = ref.delivery_count > 1
+        redelivered = ref.delivery_count > 1 or ref.returned
         explicit = not self.browser and self.ack != AUTO
         data, key = message_frame(conn, message, name, redelivered, self.id, self._reply_name,
                                   conn.subscriptions.ack_key if explicit else None)
