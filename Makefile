@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps activemq-deps bench-openwire bench-stomp
+.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps activemq-deps bench-openwire bench-stomp stomp-deps
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -71,6 +71,23 @@ mqtt-deps:
 		cd interop/mqttjs && npm ci --silent --no-audit --no-fund; \
 	fi
 
+# STOMP clients of other languages (tests/stomp/test_stomp_other_clients.py), where missing:
+# Debian's ruby-stomp, and @stomp/stompjs with Node's ws in interop/stompjs/node_modules; and
+# Debian's ActiveMQ 5.17.2 for tests/stomp/test_stomp_vs_classic.py (its own service is not used).
+stomp-deps: activemq-deps
+	@if ! [ -f /usr/lib/ruby/vendor_ruby/stomp.rb ]; then \
+		echo "installing ruby-stomp for the STOMP tests"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends ruby-stomp >/dev/null; \
+	fi
+	@if ! command -v npm >/dev/null 2>&1; then \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
+	@if ! [ -d interop/stompjs/node_modules/@stomp/stompjs ] || ! [ -d interop/stompjs/node_modules/ws ]; then \
+		echo "installing @stomp/stompjs and ws into interop/stompjs"; \
+		cd interop/stompjs && npm ci --no-audit --no-fund --silent; \
+	fi
+
 # Headless Chromium and its WebDriver for the console tests (tests/console), where missing.
 console-deps:
 	@if ! command -v chromedriver >/dev/null 2>&1 || ! [ -x /usr/bin/chromium ]; then \
@@ -116,7 +133,7 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps activemq-deps
+test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps activemq-deps stomp-deps
 	$(VENV)/bin/pytest -q --durations=25
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and

@@ -174,6 +174,13 @@ class ClientConnection(asyncio.Protocol):
     def refuse_and_close(self, reason: str) -> None:
         self.close()
 
+    def revalidate(self) -> int:
+        """After a reload (protocol/revocation.py; `principal` already holds the user's new
+        roles): end what the new permissions no longer allow (a subscription, a producer), in
+        the protocol's own words; how many things ended. Record what each was allowed with
+        `broker.authorization.recording()` around its decision."""
+        return 0
+
     def writability_changed(self) -> None:
         """`writable` changed: consumers stop (or resume) getting messages."""
 

@@ -14,6 +14,8 @@ def _makers() -> dict[str, Maker]:
     makers["openwire"] = OpenWireConnection
     from .mqtt.connection import MqttConnection
     makers["mqtt"] = MqttConnection
+    from .stomp.connection import StompConnection
+    makers["stomp"] = StompConnection
     return makers
 
 

@@ -16,7 +16,7 @@ class Ref:
     deliveries."""
 
     __slots__ = ("message", "queue", "delivery_count", "consumer", "refused_by", "durable", "paged",
-                 "in_level", "parked_token")
+                 "in_level", "parked_token", "returned")
 
     def __init__(self, message: Message, queue: Queue, delivery_count: int = 0):
         self.message = message
@@ -28,6 +28,10 @@ class Ref:
         self.paged = False  # sent to the store only (page policy), not kept in memory
         self.in_level = 0  # backlog.OUT / LIVE / DEAD: its place in the backlog's FIFOs
         self.parked_token = 0  # its live entry among the backlog's parked refs (0: none)
+        # Given back by a consumer that closed cleanly: not a failed attempt (delivery_count is
+        # not raised), but delivered before, so the next delivery is marked redelivered (contract,
+        # "Guarantees"; STOMP's `redelivered` reads it).
+        self.returned = False
 
     def __lt__(self, other: Ref) -> bool:
         return self.message.id < other.message.id

@@ -175,6 +175,7 @@ class Queue(Dispatch, Paging, Outcomes):
             self.delivering -= 1
             if not attempted:
                 ref.delivery_count -= 1  # given back: not an attempt
+                ref.returned = True  # but delivered before: marked redelivered next time
         if attempted:
             self._attempts_failed(back)
         else:

@@ -85,6 +85,17 @@ def revoke(server: Server, certificate_ok: Callable[[Connection], bool] | None =
                     _detach(conn, handler, denial)
                     detached += 1
                     break
+    for client in list(getattr(server, "clients", ())):  # OpenWire, STOMP, MQTT (adapters/)
+        principal = client.principal
+        if client.closed or principal is None:
+            continue
+        now = current_principal(broker.auth, principal)
+        if now is None:
+            client.refuse_and_close(f"user {principal.name} may no longer log in")
+            closed += 1
+            continue
+        client.principal = now
+        detached += client.revalidate()
     if closed or detached:
         log.warning("configuration reload: %d connection(s) closed and %d link(s) detached that "
                     "the new configuration no longer allows", closed, detached)

@@ -22,8 +22,9 @@ from matrix_core import ALL, MANAGEMENT, RIGHTS, Case, EntryPath, users_toml
 from matrix_management import PATHS as MANAGEMENT_PATHS
 from matrix_mqtt import PATHS as MQTT_PATHS
 from matrix_openwire import PATHS as OPENWIRE_PATHS
+from matrix_stomp import PATHS as STOMP_PATHS
 
-PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *OPENWIRE_PATHS, *MQTT_PATHS]
+PATHS: list[EntryPath] = [*AMQP_PATHS, *MANAGEMENT_PATHS, *OPENWIRE_PATHS, *STOMP_PATHS, *MQTT_PATHS]
 
 
 def cells() -> list[tuple[int, str, EntryPath]]:
