@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from classic import Classic, available
+from peers.classic import ClassicBroker, missing
 from stomp_clients import Raw
 
 MESSAGE_HEADERS = {"destination", "subscription", "message-id", "ack"}
@@ -16,9 +16,11 @@ MESSAGE_HEADERS = {"destination", "subscription", "message-id", "ack"}
 
 @pytest.fixture(scope="module")
 def brokers(start_module_broker, tmp_path_factory):
-    if not available():
-        pytest.fail("ActiveMQ 5.17.2 (Debian `activemq`) is not installed: run `make stomp-deps`")
-    classic = Classic(tmp_path_factory.mktemp("classic")).start()
+    why = missing()
+    if why:
+        pytest.fail(f"{why}: run `make activemq-deps`")
+    classic = ClassicBroker(tmp_path_factory.mktemp("classic"), persistent=False, protocols=("stomp",)).start()
+    classic.address = f"127.0.0.1:{classic.stomp_port}"  # as BrokerProcess.address is
     try:
         yield {"hermod": start_module_broker(), "classic": classic}
     finally:
