@@ -15,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openwire"))
 
 from owclient import JmsError, OwClient  # noqa: E402
 
+from hermod_testing import wait_for  # noqa: E402
+
 
 def port_of(b) -> int:
     return int(b.address.rsplit(":", 1)[1])
@@ -129,3 +131,31 @@ def test_commit_or_rollback_of_an_unknown_xid_is_xaer_nota(brokers):
         assert refused.value.message.startswith("errorCode=-4 ")
     finally:
         x.close()
+
+
+def test_the_transaction_timeout_rolls_back_an_active_branch_never_a_prepared_one(brokers):
+    b = brokers.start("[server]\ntransaction_timeout_s = 1\n")
+    x = xa_client(b)
+    w = plain_client(b)
+    try:
+        x("producer", "xp", "x", "queue:xa.timeout", "persistent")
+        x("xastart", "x", "kept")
+        x("send", "xp", "text", "prepared-one")
+        x("xaend", "x", "kept")
+        assert x("xaprepare", "x", "kept") == "0"
+        x("xastart", "x", "late")
+        x("send", "xp", "text", "active-one")
+        wait_for(lambda: any("timed out" in line for line in b.stderr_lines + b.stdout_lines),
+                 timeout=15, message="the active branch timed out")
+        x("xaend", "x", "late")
+        with pytest.raises(JmsError) as refused:
+            x("xaprepare", "x", "late")
+        assert refused.value.message.startswith("errorCode=-4 ")  # rolled back: unknown now
+        assert x("xarecover", "x") == "kept"
+        x("xacommit", "x", "kept", "false")
+        w("consumer", "c", "s", "queue:xa.timeout")
+        assert w.receive("c")["body"] == "prepared-one"
+        assert w.receive("c", 300) is None
+    finally:
+        x.close()
+        w.close()

@@ -5,12 +5,15 @@ once stored, ROLLBACK drops the sends and leaves acknowledged messages with thei
 client redelivers them itself, as with Classic). XA branches: see xa.py."""
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ...openwire import model
 from . import xa
 from .commands import LATER
 from .errors import JMS, TRANSACTION_ROLLED_BACK, XA, Refusal
+
+log = logging.getLogger(__name__)
 
 BEGIN, PREPARE, COMMIT_ONE_PHASE, COMMIT_TWO_PHASE, ROLLBACK, RECOVER, FORGET, END = range(8)
 
@@ -22,6 +25,8 @@ class TransactionCommands:
     txns: dict[Any, Any]
     transactions: Any
     consumers: dict[Any, Any]
+    loop: Any
+    _txn_timer: Any = None
 
     if TYPE_CHECKING:
         def answer(self, command, exc: BaseException | None = None) -> None: ...
@@ -40,7 +45,9 @@ class TransactionCommands:
             if tid in self.txns or (isinstance(tid, model.XATransactionId) and xa.key(tid) in branches):
                 raise Refusal(XA if is_xa else JMS, xa.coded(f"transaction {tid} is already open", xa.XAER_DUPID)
                               if is_xa else f"transaction {tid} is already open")
-            self.txns[tid] = self.transactions.declare(owner=self, postoffice=self.broker.postoffice)
+            txn = self.txns[tid] = self.transactions.declare(owner=self, postoffice=self.broker.postoffice)
+            txn.declared_at = self.loop.time()
+            self._arm_timeout()
             return None
         if kind == END:
             return None
@@ -64,6 +71,33 @@ class TransactionCommands:
             return LATER
         self._commit(info, txn)
         return LATER
+
+    def _arm_timeout(self) -> None:
+        """One timer per connection, at the oldest active transaction's deadline."""
+        timeout = self.broker.config.server.transaction_timeout_s
+        if timeout <= 0 or getattr(self, "_txn_timer", None) is not None or not self.txns:
+            return
+        oldest = min(t.declared_at for t in self.txns.values())
+        self._txn_timer = self.loop.call_at(oldest + timeout, self._time_out)
+
+    def _time_out(self) -> None:
+        """The transaction timeout ([server] transaction_timeout_s) rolls back a transaction
+        still active, as Classic and Artemis do; never a prepared one, which waits for its
+        coordinator's decision however long. A later COMMIT or send naming it is refused as
+        unknown."""
+        self._txn_timer = None
+        timeout = self.broker.config.server.transaction_timeout_s
+        now = self.loop.time()
+        expired = [(tid, t) for tid, t in self.txns.items() if now - t.declared_at >= timeout]
+        for tid, txn in expired:
+            del self.txns[tid]
+            if self.transactions.time_out(txn):
+                log.warning("openwire transaction %s timed out after %g s and was rolled back",
+                            tid, timeout)
+        if expired:
+            for consumer in self.consumers.values():
+                consumer.refill()
+        self._arm_timeout()
 
     def _abort(self, info: model.TransactionInfo, txn) -> None:
         """Roll back a prepared branch: answered once the store has forgotten it (if it cannot,
