@@ -80,7 +80,7 @@ class Transaction:
     ACTIVE, DISCHARGING, DONE = "active", "discharging", "done"
 
     __slots__ = ("id", "owner", "sends", "acquired", "rollback_cause", "state", "declared_at",
-                 "xid", "_held", "_waiting", "_restored", "_postoffice")
+                 "xid", "_held", "_waiting", "_restored", "_unread", "_postoffice")
 
     def __init__(self, txn_id: bytes, owner: object = None, postoffice: PostOffice | None = None):
         self.id = txn_id
@@ -91,6 +91,10 @@ class Transaction:
         # A Queue per acquisition `restore` made: out with no consumer, so the queue would look
         # idle (auto-delete) while the branch is in doubt.
         self._restored: list = []
+        # Acknowledged references `restore` found in no queue's memory (beyond the recovery
+        # window): (queue, message id), deleted by the commit all the same; those paging reads
+        # before the decision become acquisitions (`Queue.in_doubt`).
+        self._unread: list = []
         self._postoffice = postoffice  # None: held sends are not counted (core tests)
         self.declared_at = 0.0  # the adapter's clock, for the transaction timeout
         self.acquired: list[Acquisition] = []
@@ -131,6 +135,10 @@ class Transaction:
                     po.queue_idle_check(q)
 
     def _release_restored(self) -> None:
+        unread, self._unread = self._unread, []
+        for q, message_id in unread:  # decided: paging hands these to consumers as usual
+            if q.in_doubt is not None:
+                q.in_doubt.pop(message_id, None)
         restored, self._restored = self._restored, []
         for q in restored:
             q.pending -= 1
@@ -138,6 +146,13 @@ class Transaction:
             for q in set(restored):
                 if not q.pending and q.idle:
                     self._postoffice.queue_idle_check(q)
+
+    def _take_restored(self, ref: Ref) -> None:
+        """An acknowledged ref of a restored branch, off its queue (`restore`, or paging)."""
+        self.acquire(ref, None, settled=True)
+        ref.queue.pending += 1
+        self._restored.append(ref.queue)
+        self._unread = [(q, m) for q, m in self._unread if not (q is ref.queue and m == ref.message.id)]
 
     def acquire(self, ref: Ref, handle: object = None, settled: bool = False) -> Acquisition:
         """The consumer accepted `ref` in this transaction: it is acknowledged at commit. The
@@ -168,6 +183,8 @@ class Transaction:
         acks = [a for a in self.acquired if not a.ref.queue.deleted]
         ops: list[ports.Operation] = [ports.DeleteReference(a.ref.queue.name, a.ref.message.id)
                                       for a in acks if a.ref.durable]
+        unread = [(q, m) for q, m in self._unread if not q.deleted]
+        ops.extend(ports.DeleteReference(q.name, m) for q, m in unread)
         if self.xid is not None:
             ops.append(ports.ForgetTransaction(self.xid))
 
@@ -272,8 +289,8 @@ class Transaction:
 def restore(postoffice: PostOffice, record: ports.PreparedRecord) -> Transaction:
     """A prepared branch read back at start (after `PostOffice.recover`): its sends held again
     for their queues (those still there), its acknowledged messages taken off their queues
-    (invisible to consumers until the branch is decided). A reference the queue no longer holds
-    in memory (paged out, or gone) is left as it is: the commit deletes it all the same."""
+    (invisible to consumers until the branch is decided). One recovery did not read (beyond its
+    window) is taken when paging reads it, and the commit deletes it all the same."""
     txn = Transaction(b"prepared:" + record.xid, None, postoffice)
     make = postoffice.message_from_record
     assert make is not None, "PostOffice.recover() runs before restore()"
@@ -289,9 +306,14 @@ def restore(postoffice: PostOffice, record: ports.PreparedRecord) -> Transaction
             continue
         for ref in queue.waiting():
             if ref.message.id in ids and queue.take_back_waiting(ref):
-                txn.acquire(ref, None, settled=True)
-                queue.pending += 1
-                txn._restored.append(queue)
+                ids.discard(ref.message.id)
+                txn._take_restored(ref)
+        if ids and queue.paged:
+            if queue.in_doubt is None:
+                queue.in_doubt = {}
+            for message_id in ids:
+                queue.in_doubt[message_id] = txn._take_restored
+                txn._unread.append((queue, message_id))
     txn.xid = record.xid
     return txn
 

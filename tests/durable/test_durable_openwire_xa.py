@@ -159,3 +159,47 @@ def test_the_transaction_timeout_rolls_back_an_active_branch_never_a_prepared_on
     finally:
         x.close()
         w.close()
+
+
+def test_an_acknowledgement_beyond_the_recovery_window_stays_in_doubt_and_is_committed(brokers):
+    """With a small memory limit recovery reads only the head of xa.deep; the message the
+    prepared branch acknowledged is further in, read later by paging: it must not reach a
+    consumer, and the commit removes it."""
+    pad = "x" * 40_000
+    b = brokers.start()
+    c = plain_client(b)
+    x = xa_client(b)
+    try:
+        c("producer", "p", "s", "queue:xa.deep", "persistent")
+        for i in range(40):
+            c("send", "p", "text", f"m{i}-{pad}", f"prop.n=int:{i}")
+        x("xastart", "x", "deep")
+        x("consumer", "xc", "x", "queue:xa.deep", "selector=n%20%3D%2035")
+        assert x.receive("xc")["body"].startswith("m35-")
+        x("xaend", "x", "deep")
+        assert x("xaprepare", "x", "deep") == "0"
+    finally:
+        x.kill()
+        c.close()
+    brokers.kill()
+    b = brokers.start("[server]\nmax_memory_mb = 1\n")
+    w = plain_client(b)
+    x = xa_client(b)
+    try:
+        w("consumer", "d", "s", "queue:xa.deep")
+        got = []
+        while (m := w.receive("d", 2000)) is not None:
+            got.append(m["body"].split("-", 1)[0])
+        assert got == [f"m{i}" for i in range(40) if i != 35]
+        assert x("xarecover", "x") == "deep"
+        x("xacommit", "x", "deep", "false")
+    finally:
+        x.close()
+        w.close()
+    brokers.kill()
+    b = brokers.start()
+    w = plain_client(b)
+    try:
+        assert nothing_on(w, "xa.deep", "d2")
+    finally:
+        w.close()
