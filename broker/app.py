@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import Config
-from .core import errors, links as core_links
+from .core import errors, links as core_links, transactions as core_transactions
 from .core.message import ANYCAST, MULTICAST, Message, SharedBodyCopy
 from .core.postoffice import MemoryJournal, PostOffice
 from .core.selectable import COUNTED, CountingSelector, message_lookup
@@ -100,6 +100,9 @@ class Broker:
         self.bridges: list = []  # [[bridge]]s, started by the run loop (bridge.start_bridges)
         self.cluster = None  # [ha] mode = "cluster": the joined broker.cluster.Cluster
         self.forwarder = None  # and its broker.cluster_forward.Forwarder (sends to other nodes)
+        # Prepared (XA) transaction branches by their stored id, broker-wide: they outlive the
+        # connection that prepared them, and the store's outlive a restart (`start`).
+        self.prepared: dict[bytes, core_transactions.Transaction] = {}
 
     @property
     def permissions(self) -> Permissions:
@@ -123,6 +126,8 @@ class Broker:
         recovered = (self.journal.recover(window=window, max_bytes=budget, **only) if window
                      else self.journal.recover(**only))
         self.postoffice.recover(recovered, self.message_from_record, window)
+        for branch in recovered.prepared:
+            self.prepared[branch.xid] = core_transactions.restore(self.postoffice, branch)
         if self.cluster is not None:  # ids from blocks of the shared counter, not max(id) + 1
             self.postoffice._ids = self.cluster.ids
         self.create_configured(self.config)

@@ -39,7 +39,9 @@ from hermod.broker.core.ports import (
     DeleteAddress,
     DeleteQueue,
     DeleteReference,
+    ForgetTransaction,
     Operation,
+    PrepareTransaction,
     PutAddress,
     PutQueue,
     RecordAcknowledged,
@@ -49,7 +51,7 @@ from hermod.broker.core.ports import (
     SetDeliveryCount,
 )
 
-from . import bulk, integrity
+from . import bulk, integrity, prepared
 from .errors import StoreError, UnknownMessage, UnknownQueue
 from .models import acknowledgements, addresses, dead_letters, duplicate_ids, queues, retained_messages
 
@@ -265,6 +267,10 @@ class Applier:
             integrity.delete_queue_contents(connection, queue_id)
             connection.execute(delete(queues).where(queues.c.id == queue_id))
             self._txn_queue_ids[op.name] = _DELETED
+        elif isinstance(op, PrepareTransaction):
+            prepared.store(connection, op.branch)
+        elif isinstance(op, ForgetTransaction):
+            prepared.forget(connection, op.xid)
         else:
             raise StoreError(f"unknown store operation {type(op).__name__}")
 

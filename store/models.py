@@ -176,6 +176,18 @@ class DuplicateIdRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger, index=True)
 
 
+class PreparedTransactionRow(Base):
+    """A prepared XA branch (`ports.PreparedRecord`, encoded by store.prepared): kept until its
+    commit or rollback, whatever restarts come between. `highest_message_id` keeps recovery's
+    next message id above the ids of the messages it holds."""
+
+    __tablename__ = "prepared_transactions"
+
+    xid: Mapped[bytes] = mapped_column(LargeBinary, primary_key=True)
+    highest_message_id: Mapped[int] = mapped_column(BigInteger)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 class HaLeaseRow(Base):
     """The one row of `[ha] mode = "shared-store"`: who is live, until when on the database's
     clock, and how clients reach it (store.lease)."""
@@ -248,6 +260,7 @@ retained_messages = _table(RetainedMessageRow)
 acknowledgements = _table(AcknowledgementRow)
 dead_letters = _table(DeadLetterRow)
 duplicate_ids = _table(DuplicateIdRow)
+prepared_transactions = _table(PreparedTransactionRow)
 queues = _table(QueueRow)
 messages = _table(MessageRow)
 message_refs = _table(MessageRefRow)

@@ -13,10 +13,10 @@ from sqlalchemy import Connection, Engine, func, select
 from hermod.broker.core.flow import REF_OVERHEAD_BYTES
 from hermod.broker.core.ports import AddressRecord, MessageRecord, QueueRecord, Recovered, StoredReference
 
-from . import integrity
+from . import integrity, prepared
 from .engine import display_url
 from .models import (acknowledgements, addresses, dead_letters, duplicate_ids, message_refs,
-                     messages, queues, retained_messages)
+                     messages, prepared_transactions, queues, retained_messages)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ def recover(engine: Engine, *, window: int | None = None,
         remembered: dict[str, list[str]] = {}
         for row in connection.execute(select(duplicate_ids).order_by(duplicate_ids.c.seq)):
             remembered.setdefault(row.address, []).append(row.duplicate_id)
+        branches = prepared.load(connection)
     return Recovered(
         addresses=address_records,
         queues=queue_records,
@@ -67,6 +68,7 @@ def recover(engine: Engine, *, window: int | None = None,
         next_message_id=(highest or 0) + 1,
         duplicate_ids=remembered,
         more=frozenset(more),
+        prepared=branches,
     )
 
 
@@ -75,7 +77,7 @@ def highest_message_id(connection: Connection) -> int:
     restart while records still name them (retention, acknowledgements, dead letters)."""
     return max((connection.execute(select(func.max(column))).scalar() or 0) for column in (
         messages.c.id, retained_messages.c.message_id, acknowledgements.c.message_id,
-        dead_letters.c.message_id))
+        dead_letters.c.message_id, prepared_transactions.c.highest_message_id))
 
 
 def definitions(engine: Engine, names: list[str]) -> tuple[list[AddressRecord], list[QueueRecord]]:

@@ -87,11 +87,14 @@ class Paging(QueueState):
             return
         make = self.host.message_from_record
         assert make is not None, "PostOffice.recover() sets message_from_record before any paging"
+        doubt = self.in_doubt
         for s in stored:
             ref = Ref(make(s.message), cast("Queue", self), s.delivery_count)  # a mixin of Queue
             ref.durable = self.stores
             self.paged -= 1 if self.paged > 0 else 0
             self.recover(ref)
+            if doubt and s.message.id in doubt and (self.backlog.remove(ref) or self.scheduled.remove(ref)):
+                doubt.pop(s.message.id)(ref)  # a prepared transaction's: not for consumers
         if self.paged == 0 and (limit is None or len(stored) >= limit):
             self.paged = -1  # more than we counted (after a restart): keep reading
         self._page_in()

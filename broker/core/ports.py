@@ -165,10 +165,38 @@ class RememberDuplicateId:
     keep: int
 
 
+# Prepared transactions (XA): a branch the client prepared survives a restart until it is
+# committed or rolled back (the coordinator's decision may come from a later connection).
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRecord:
+    """A prepared branch as stored: its durable held sends (each message with the names of its
+    durable queues) and its acknowledgements (queue, message id). The messages are kept in the
+    record, not in `messages`, so they are on no queue until the commit stores them there; the
+    acknowledged references stay stored on their queues until the commit deletes them."""
+
+    xid: bytes  # the adapter's encoding of the branch's id, opaque here
+    sends: tuple[tuple[MessageRecord, tuple[str, ...]], ...] = ()
+    acks: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareTransaction:
+    branch: PreparedRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetTransaction:
+    """The branch was committed (in the same unit as its messages) or rolled back."""
+
+    xid: bytes
+
+
 Operation = (
     PutAddress | DeleteAddress | PutQueue | DeleteQueue | AddMessage | AddReference
     | DeleteReference | SetDeliveryCount | RetainMessage | RecordAcknowledged | RecordDeadLetter
-    | RememberDuplicateId
+    | RememberDuplicateId | PrepareTransaction | ForgetTransaction
 )
 
 
@@ -191,6 +219,8 @@ class Recovered:
     duplicate_ids: dict[str, list[str]] = field(default_factory=dict)
     # queues with more references in the store than `references` holds (read by paging)
     more: frozenset[str] = frozenset()
+    # prepared transaction branches, restored by the adapter that knows their ids
+    prepared: list[PreparedRecord] = field(default_factory=list)
 
 
 class Journal(Protocol):

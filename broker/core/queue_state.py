@@ -8,7 +8,7 @@ over `QueueState`; the methods they call on each other are declared here for the
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .kinds import QueuePurpose
 from . import ports
@@ -28,7 +28,7 @@ class QueueState:
                  "_persist_waiters", "_plain", "_reading", "_resume", "_timer", "_timer_due", "_turn",
                  "acked", "added", "address", "auto_created", "backlog", "consumers", "deleted",
                  "delivered", "delivering", "dirty", "durable", "ever_consumed", "exclusive", "expired", "extra",
-                 "filter", "filter_text", "groups", "held", "host", "last_value_key", "lingering",
+                 "filter", "filter_text", "groups", "held", "host", "in_doubt", "last_value_key", "lingering",
                  "max_consumers", "name", "outbound_annotations", "paged", "pending", "persisted",
                  "purpose", "routing_type", "scheduled", "selector_aware", "size", "stores", "temporary")
 
@@ -73,6 +73,9 @@ class QueueState:
         self._turn = 0
         self._resume = None  # a dispatch pass that ran out of SCAN_BUDGET carries on here
         self.delivering = 0
+        # Message ids a restored prepared transaction acknowledged but recovery did not read
+        # (beyond its window): id -> who takes the ref when paging reads it (transactions.py).
+        self.in_doubt: dict[int, Callable[[Ref], None]] | None = None
         self.delivered = 0  # deliveries to consumers, redeliveries included; never goes down
         self.added = 0
         self.acked = 0

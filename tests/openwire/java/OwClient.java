@@ -34,6 +34,7 @@ import org.apache.activemq.command.ActiveMQDestination;
  *   xaconnect URL | xasession S | xastart S GTRID | xaend S GTRID | xaprepare S GTRID
  *   xacommit S GTRID ONEPHASE | xarollback S GTRID | xarecover S
  *   close | halt
+ * An XAException's message is prefixed with "errorCode=N ".
  */
 public class OwClient {
     static Connection connection;
@@ -314,7 +315,10 @@ public class OwClient {
                 answer = run(line.split(" "));
             } catch (Throwable e) {
                 Throwable t = e;
-                answer = "ERR " + t.getClass().getName() + " " + enc(t.getMessage());
+                String message = t.getMessage();
+                if (t instanceof javax.transaction.xa.XAException)  // its error code first
+                    message = "errorCode=" + ((javax.transaction.xa.XAException) t).errorCode + " " + message;
+                answer = "ERR " + t.getClass().getName() + " " + enc(message);
             }
             System.out.println(answer);
             System.out.flush();
