@@ -42,7 +42,7 @@ def diverts(config, compile_filter: Callable, load_transformer: TransformerLoade
         out.append(Divert(
             name=d["name"], source=d["address"], kind=DIVERT, exclusive=d.get("exclusive", False),
             targets=[Target(a, d.get("routing_type", "strip")) for a in targets],
-            filter=compile_filter(d["filter"]) if d.get("filter") else None,
+            filter=compile_filter(d["filter"]) if d.get("filter") else None, filter_text=d.get("filter") or None,
             transformer=load_transformer(d["transformer"], config.path) if d.get("transformer") else None))
     for c in config.composites:
         forwards = []

@@ -81,7 +81,7 @@ def _walk_address(po, virtual_topics, message, name: str, rt: str | None, hops: 
     for exclusive in (True, False):
         if exclusive is False and not keep:
             break
-        for d in address.bindings.exclusive if exclusive else address.bindings.diverts:
+        for d in address.bindings.exclusive_diverts if exclusive else address.bindings.diverts:
             applies = d.applies(message, rt)
             targets = d.matching_targets(message) if applies else []
             steps.append({"kind": d.kind, "name": d.name, "exclusive": d.exclusive,
@@ -106,7 +106,7 @@ def _walk_address(po, virtual_topics, message, name: str, rt: str | None, hops: 
         chosen = None
         n = len(anycast)
         for i in range(n):  # the queue the next send would pick; the turn is not advanced
-            q = anycast[(address.bindings.turn + i) % n]
+            q = anycast[(address.bindings._turn + i) % n]
             passed = q.filter is None or bool(q.filter(message))
             _queue_step(steps, q, passed and chosen is None)
             if passed and chosen is None:
