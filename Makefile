@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps
+.PHONY: check run test test-fast install system-deps java openwire-java interop-deps rabbitmq-deps bench crash-storm floods ha-bench dist dist-check clean console-deps console-screenshot permission-matrix mqtt-deps activemq-deps bench-openwire bench-stomp
 
 # The broker alone for `make run`; the test and Spark extras (pyspark is large) for `make test`.
 $(STAMP): pyproject.toml
@@ -85,6 +85,20 @@ rabbitmq-deps:
 			apt-get install -y -qq --no-install-recommends rabbitmq-server >/dev/null; \
 	fi
 
+# ActiveMQ Classic 5.17.2 from Debian as a peer for the OpenWire and STOMP comparisons
+# (tests/peers/classic.py starts private instances; benchmarks/openwire_stomp_bench.py), where
+# missing. Its own service must not start: a policy-rc.d refusing every start while apt runs.
+activemq-deps:
+	@if ! [ -f /usr/share/activemq/bin/activemq.jar ]; then \
+		echo "installing activemq (ActiveMQ Classic) without starting its service"; \
+		had_policy=0; [ -e /usr/sbin/policy-rc.d ] && had_policy=1; \
+		if [ $$had_policy = 0 ]; then printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee /usr/sbin/policy-rc.d >/dev/null; $(SUDO) chmod 755 /usr/sbin/policy-rc.d; fi; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+			apt-get install -y -qq --no-install-recommends activemq >/dev/null; rc=$$?; \
+		if [ $$had_policy = 0 ]; then $(SUDO) rm -f /usr/sbin/policy-rc.d; fi; \
+		exit $$rc; \
+	fi
+
 # Clients in other languages for the interop tests (npm packages, Proton C); fast when present.
 interop-deps:
 	HERMOD_PYTHON=$(VENV)/bin/python bash interop/setup.sh
@@ -96,8 +110,8 @@ check: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps
-	$(VENV)/bin/pytest -q
+test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps activemq-deps
+	$(VENV)/bin/pytest -q --durations=25
 
 # The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
 # codecs, permissions; no PostgreSQL, browser, Java or npm needed.

@@ -36,8 +36,13 @@ class ConnectionsView:
     def _live(self):
         return [c for c in self.server.connections if not c.closed and c.transport is not None]
 
+    def _clients(self):
+        """Connections of the other protocols (adapters/connection.py)."""
+        return [c for c in self.server.clients if not c.closed]
+
     def list_connections(self) -> list[dict]:
         out = [self._describe(c) for c in self._live()]
+        out.extend({"id": self._id(c), **c.describe()} for c in self._clients())
         out.sort(key=lambda c: int(c["id"]))
         return out
 
@@ -51,11 +56,15 @@ class ConnectionsView:
                 sessions += 1
                 s = lib.pn_session_next(s, lib.PN_LOCAL_ACTIVE)
         per_listener = {name: 0 for name in self.server.listener_names()}
-        for c in live:
+        per_protocol = {"amqp": len(live)}
+        clients = self._clients()
+        for c in (*live, *clients):
             name = c.listener.name if c.listener is not None else "main"
             per_listener[name] = per_listener.get(name, 0) + 1
-        return {"connections": len(live), "sessions": sessions, "publishers": publishers,
-                "per_listener": per_listener}
+        for c in clients:
+            per_protocol[c.protocol_name] = per_protocol.get(c.protocol_name, 0) + 1
+        return {"connections": len(live) + len(clients), "sessions": sessions, "publishers": publishers,
+                "per_listener": per_listener, "per_protocol": per_protocol}
 
     def close_connection(self, connection_id: str) -> bool:
         for conn in self._live():
@@ -64,6 +73,10 @@ class ConnectionsView:
                 conn._detach_links(lambda link: True, session_end=True)
                 conn._close_with(conditions.CONNECTION_FORCED, "closed by management")
                 self.server.flush()
+                return True
+        for client in self._clients():
+            if self._ids.get(client) == connection_id:
+                client.close_by_management()
                 return True
         return False
 

@@ -13,6 +13,7 @@ import sys
 
 from cproton_ffi import ffi
 
+from ..adapters import registry as adapters_registry
 from ..frontdoor.admission import Admissions
 from .connection import OUT_CHUNK, Connection
 from .connections_view import ConnectionsView
@@ -23,7 +24,7 @@ log = logging.getLogger("hermod.server")
 # The protocols with an adapter the front door hands connections to; the others enabled in a
 # listener's `protocols` are detected and closed with a log line. The permission matrix test
 # requires entry paths for each protocol here (tests/security/test_permission_matrix.py).
-SERVED_PROTOCOLS = ("amqp",)
+SERVED_PROTOCOLS = ("amqp", *adapters_registry.SERVED)
 
 
 class Server:
@@ -31,6 +32,8 @@ class Server:
         self.broker = broker
         self.loop = loop
         self.connections: set[Connection] = set()
+        # Connections of the other protocols (adapters/connection.py ClientConnection).
+        self.clients: set = set()
         # Client sockets held in any stage (TLS handshake, WebSocket upgrade, SASL, AMQP), from
         # accept to close: what max_connections limits.
         self.admissions = Admissions(self)
@@ -119,7 +122,8 @@ class Server:
     async def _listen(self, host: str, port: int, listener):
         if listener is not None and listener.websocket:
             from .websocket import websocket_factory
-            make = websocket_factory(self, listener)  # AMQP inside WebSocket (inside TLS: wss)
+            # AMQP, STOMP or MQTT inside WebSocket (inside TLS: wss), by subprotocol
+            make = websocket_factory(self, listener, adapters_registry.factories(self, listener))
         else:
             make = self._front_door(listener)
         if listener is not None and listener.tls:
@@ -137,7 +141,7 @@ class Server:
         from ..frontdoor.detect import AMQP
         from ..frontdoor.door import FrontDoor
         cfg = listener if listener is not None else self.broker.config.main_listener()
-        adapters = {AMQP: lambda: Connection(self, listener)}
+        adapters = {AMQP: lambda: Connection(self, listener), **adapters_registry.factories(self, listener)}
         assert tuple(adapters) == SERVED_PROTOCOLS
         name, protocols, timeout_s = cfg.name, cfg.protocols, cfg.detect_timeout_ms / 1000.0
         return lambda: FrontDoor(self, name, protocols, adapters, timeout_s)
@@ -162,7 +166,8 @@ class Server:
 
     async def serve_until_stopped(self) -> None:
         await self._stopping.wait()
-        log.info("hermod stopping (%s): closing %d connection(s)", self.stop_reason, len(self.connections))
+        log.info("hermod stopping (%s): closing %d connection(s)", self.stop_reason,
+                 len(self.connections) + len(self.clients))
         await self.stop()
 
     async def stop(self) -> None:
@@ -175,14 +180,19 @@ class Server:
             self._scan.cancel()
         for conn in list(self.connections):
             conn.shutdown()
+        for client in list(self.clients):
+            client.shutdown()
         self.flush()
         for _ in range(50):  # up to ~1 s for clients to read their close
-            if not any(c.socket and c.socket.get_write_buffer_size() for c in self.connections):
+            if not any(c.socket and c.socket.get_write_buffer_size() for c in self.connections) and \
+                    not any(c.transport and c.transport.get_write_buffer_size() for c in self.clients):
                 break
             await asyncio.sleep(0.02)
         for conn in list(self.connections):
             if conn.socket is not None:
                 conn.socket.close()
+        for client in list(self.clients):
+            client.abort()
         await asyncio.sleep(0)
         self.broker.close()
 

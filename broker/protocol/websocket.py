@@ -1,4 +1,6 @@
-"""AMQP over WebSocket (the OASIS AMQP WebSocket Binding) on a `[[listener]] websocket = true`.
+"""AMQP over WebSocket (the OASIS AMQP WebSocket Binding) on a `[[listener]] websocket = true`,
+and the other protocols the listener serves by their subprotocols (`v12.stomp`, `mqtt`, ...:
+`SUBPROTOCOLS`), whose connections (adapters/) get the payloads the same way.
 
 The binding is thin: an HTTP/1.1 upgrade that offers the subprotocol `amqp` (on any path), then
 binary WebSocket messages whose payloads, joined, are the ordinary AMQP byte stream: protocol
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermod.websocket")
 
 SUBPROTOCOL = "amqp"
+# WebSocket subprotocol -> the protocol it carries (contract, "Other protocols": detection).
+SUBPROTOCOLS = {"amqp": "amqp", "v12.stomp": "stomp", "v11.stomp": "stomp", "v10.stomp": "stomp",
+                "mqtt": "mqtt", "mqttv3.1": "mqtt"}
 MAX_UPGRADE_HEAD = 16 * 1024
 FRAME_SLACK = 64 * 1024
 CLOSE_REPLY_WAIT_S = 5.0  # after our close frame, how long the client has to answer with its own
@@ -120,12 +125,18 @@ class WebSocketAcceptor(asyncio.Protocol):
     """The server side of the WebSocket binding for one socket; after the upgrade, the AMQP
     `Connection` on top of it gets every binary payload byte as it arrives."""
 
-    def __init__(self, server: Server, listener):
+    def __init__(self, server: Server, listener, adapters: dict | None = None):
         self.server = server
         self.listener = listener
+        # protocol name -> maker of its connection object, for the protocols this listener
+        # serves besides AMQP (adapters/registry.py)
+        self.adapters = adapters or {}
         self.ws = WSConnection(ConnectionType.SERVER)
         self.transport = None
-        self.conn: Connection | None = None
+        self.conn = None  # the protocol's connection object once upgraded
+        self.subprotocol: str | None = None
+        # Text frames carry STOMP (browsers' STOMP clients send text); the others travel in binary.
+        self.text_allowed = False
         self.peer = "?"
         self.head_bytes = 0  # received before the upgrade completed
         self.method_open = True  # still reading the request line's method
@@ -178,7 +189,12 @@ class WebSocketAcceptor(asyncio.Protocol):
             elif isinstance(event, CloseConnection):
                 self._on_close(event)
             elif isinstance(event, TextMessage):
-                self._fail(CloseReason.UNSUPPORTED_DATA, "text frame (AMQP travels in binary frames)")
+                if self.text_allowed:
+                    if event.data:
+                        self.conn.data_received(event.data.encode())
+                else:
+                    self._fail(CloseReason.UNSUPPORTED_DATA, f"text frame ({self.subprotocol or 'AMQP'} travels "
+                                                             "in binary frames)")
 
     def eof_received(self) -> bool:
         if self.conn is not None and not self.closing:
@@ -207,17 +223,34 @@ class WebSocketAcceptor(asyncio.Protocol):
         if refused_origin is not None:
             self._refuse(403, f"origin {refused_origin!r} is not in the listener's allowed_origins")
             return
-        if SUBPROTOCOL not in request.subprotocols:
+        chosen = self._subprotocol(request.subprotocols)
+        if chosen is None:
             offered = ", ".join(request.subprotocols) or "none"
-            self._refuse(400, f"upgrade offers no subprotocol {SUBPROTOCOL!r} (offered: {offered})")
+            served = ", ".join(s for s, p in SUBPROTOCOLS.items() if self._serves(p))
+            self._refuse(400, f"upgrade offers no subprotocol this listener speaks ({served}; offered: {offered})")
             return
-        self._cancel_deadline()  # the AMQP connection's own handshake deadline takes over
-        self._write(self.ws.send(AcceptConnection(subprotocol=SUBPROTOCOL, extensions=[self.frame_limit])))
-        log.debug("websocket upgrade from %s on listener %s, path %s", self.peer, self.listener.name,
-                  request.target)
-        self.conn = Connection(self.server, self.listener)
+        self._cancel_deadline()  # the protocol connection's own handshake deadline takes over
+        self._write(self.ws.send(AcceptConnection(subprotocol=chosen, extensions=[self.frame_limit])))
+        log.debug("websocket upgrade from %s on listener %s, path %s, subprotocol %s", self.peer,
+                  self.listener.name, request.target, chosen)
+        protocol = SUBPROTOCOLS[chosen]
+        self.subprotocol = chosen
+        self.text_allowed = protocol == "stomp"
+        self.conn = Connection(self.server, self.listener) if protocol == "amqp" else self.adapters[protocol]()
         admission, self.admission = self.admission, None
         hand_over(self.conn, WebSocketChannel(self), admission)
+
+    def _serves(self, protocol: str) -> bool:
+        return protocol in self.listener.protocols and (protocol == "amqp" or protocol in self.adapters)
+
+    def _subprotocol(self, offered: list[str]) -> str | None:
+        """The first subprotocol the client offers that this listener serves (the client lists
+        them in its order of preference)."""
+        for name in offered:
+            protocol = SUBPROTOCOLS.get(name)
+            if protocol is not None and self._serves(protocol):
+                return name
+        return None
 
     def _foreign_origin(self, request: Request) -> str | None:
         """The request's `Origin` when it is there and not one the listener allows (else None).
@@ -333,8 +366,8 @@ class WebSocketAcceptor(asyncio.Protocol):
             self.transport.write(data)
 
 
-def websocket_factory(server: Server, listener):
-    return lambda: WebSocketAcceptor(server, listener)
+def websocket_factory(server: Server, listener, adapters: dict | None = None):
+    return lambda: WebSocketAcceptor(server, listener, adapters)
 
 
 __all__ = ["WebSocketAcceptor", "WebSocketChannel", "websocket_factory"]

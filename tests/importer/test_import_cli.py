@@ -50,11 +50,12 @@ def test_debian_main_instance_names_its_openwire_connector_and_keeps_hermod_defa
     done = hermod_import("activemq", str(FIXTURES / "debian-main-activemq.xml"))
     assert done.returncode == 0
     lines = done.stderr.splitlines()
-    assert any(':50: <transportConnector name="openwire">: not imported: speaks tcp, not AMQP' in l for l in lines)
+    assert not any(':50: <transportConnector name="openwire">' in l for l in lines)  # imported whole
     assert any(":39: <persistenceAdapter>: not imported" in l for l in lines)
     assert any("${activemq.base}" in l for l in lines)  # dataDirectory's placeholder: one line
     cfg = tomllib.loads(done.stdout)
     assert "server" not in cfg and "store" not in cfg  # Hermod's defaults, as the note says
+    assert cfg["listener"] == [{"name": "openwire", "host": "127.0.0.1", "port": 61616, "protocols": ["openwire"]}]
     assert cfg["address_settings"] == [{"match": "#", "dead_letter_address": "ActiveMQ.DLQ",
                                         "expiry_address": "ActiveMQ.DLQ"}]
 
@@ -169,3 +170,72 @@ def test_progress_counts_the_steps_only_when_asked(tmp_path):
     assert parse(tomllib.loads(out.read_text()))
     quiet = hermod_import("activemq", source, "-o", str(tmp_path / "again.toml"))
     assert quiet.returncode == 0 and "steps" not in quiet.stderr
+
+
+CLASSIC_CONNECTORS = """<beans xmlns="http://www.springframework.org/schema/beans">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="localhost">
+    <transportConnectors>
+      <transportConnector name="openwire" uri="tcp://0.0.0.0:61616?maximumConnections=1000&amp;wireFormat.maxFrameSize=1048576"/>
+      <transportConnector name="amqp" uri="amqp://0.0.0.0:5672?maximumConnections=1000&amp;wireFormat.maxFrameSize=1048576"/>
+      <transportConnector name="stomp" uri="stomp+ssl://0.0.0.0:61612"/>
+      <transportConnector name="mqtt" uri="mqtt+nio://0.0.0.0"/>
+      <transportConnector name="ws" uri="ws://0.0.0.0:61614"/>
+      <transportConnector name="auto" uri="auto+nio://0.0.0.0:61617"/>
+      <transportConnector name="vm" uri="vm://localhost"/>
+    </transportConnectors>
+  </broker>
+</beans>
+"""
+
+
+def test_classic_transport_connectors_become_listeners_with_their_protocols(tmp_path):
+    source = tmp_path / "activemq.xml"
+    source.write_text(CLASSIC_CONNECTORS)
+    done = hermod_import("activemq", str(source))
+    assert done.returncode == 0, done.stderr
+    cfg = tomllib.loads(done.stdout)
+    parse(cfg)
+    server = {k: v for k, v in cfg["server"].items() if k != "#"}
+    assert server == {"host": "0.0.0.0", "port": 5672, "protocols": ["amqp"], "max_connections": 1000,
+                      "max_message_size": 1048576}
+    listeners = {l["name"]: {k: v for k, v in l.items() if k != "name"} for l in cfg["listener"]}
+    assert listeners == {
+        "openwire": {"host": "0.0.0.0", "port": 61616, "protocols": ["openwire"]},
+        "stomp": {"host": "0.0.0.0", "port": 61612, "protocols": ["stomp"], "tls": True},
+        "mqtt": {"host": "0.0.0.0", "port": 1883, "protocols": ["mqtt"]},
+        "ws": {"host": "0.0.0.0", "port": 61614, "protocols": ["stomp", "mqtt"], "websocket": True},
+        "auto": {"host": "0.0.0.0", "port": 61617},  # every protocol: the default
+    }
+    lines = done.stderr.splitlines()
+    assert any('<transportConnector name="vm">: not imported: its transport vm://' in l for l in lines)
+    assert any('<transportConnector name="openwire">: imported without maximumConnections, '
+               'wireFormat.maxFrameSize' in l for l in lines)
+
+
+ARTEMIS_ACCEPTORS = """<configuration xmlns="urn:activemq"><core xmlns="urn:activemq:core">
+<acceptors>
+  <acceptor name="artemis">tcp://0.0.0.0:61616?protocols=CORE,AMQP,STOMP,HORNETQ,MQTT,OPENWIRE</acceptor>
+  <acceptor name="stomp">tcp://0.0.0.0:61613?protocols=STOMP</acceptor>
+  <acceptor name="mqtt">tcp://0.0.0.0:1883?protocols=MQTT,CORE</acceptor>
+  <acceptor name="core">tcp://0.0.0.0:5446?protocols=CORE</acceptor>
+  <acceptor name="all">tcp://0.0.0.0:5447</acceptor>
+</acceptors>
+<security-enabled>false</security-enabled>
+</core></configuration>
+"""
+
+
+def test_artemis_acceptors_keep_the_protocols_hermod_speaks(tmp_path):
+    source = tmp_path / "broker.xml"
+    source.write_text(ARTEMIS_ACCEPTORS)
+    done = hermod_import("artemis", str(source))
+    assert done.returncode == 0, done.stderr
+    cfg = tomllib.loads(done.stdout)
+    parse(cfg)
+    assert {k: v for k, v in cfg["server"].items() if k != "#"} == {"host": "0.0.0.0", "port": 61616}
+    listeners = {l["name"]: l.get("protocols") for l in cfg["listener"]}
+    assert listeners == {"stomp": ["stomp"], "mqtt": ["mqtt"], "all": None}
+    lines = done.stderr.splitlines()
+    assert any('<acceptor name="core">: not imported: speaks CORE' in l for l in lines)
+    assert any('<acceptor name="mqtt">: imported, but without CORE' in l for l in lines)
+    assert any('<acceptor name="artemis">: imported, but without CORE,HORNETQ' in l for l in lines)

@@ -1,7 +1,8 @@
 """ActiveMQ Classic `activemq.xml` (a Spring `<beans>` file or a bare `<broker>`) to Hermod's
 config.
 
-What maps: AMQP transport connectors (the first is `[server]`), `<destinations>`, virtual
+What maps: transport connectors (AMQP, OpenWire `tcp`/`ssl`/`nio`, `auto`, STOMP, MQTT, `ws`), each
+a listener with the protocols it speaks (the first AMQP one is `[server]`), `<destinations>`, virtual
 destinations (virtualTopic, compositeQueue, compositeTopic with filteredDestination and
 forwardOnly), policy entries' dead-letter strategy, memory limit and flow control,
 `persistent="false"`, `simpleAuthenticationPlugin` users and `authorizationEntries`.
@@ -17,7 +18,7 @@ import re
 from pathlib import Path
 
 from . import grants
-from .common import check_selector, listener_name, split_list
+from .common import ALL_PROTOCOLS, check_selector, listener_name, split_list
 from .notes import Notes
 from .users import user_entry
 from .values import Placeholders, boolean, read_properties, size_bytes
@@ -33,7 +34,27 @@ _WHY = {
     "shutdownHooks": "Java shutdown hooks",
 }
 _GENERIC = "Hermod has no such setting"
-_AMQP_SCHEMES = {"amqp": False, "amqp+nio": False, "amqp+ssl": True, "amqp+nio+ssl": True}
+# Classic's transport schemes by their base (what is left without `+nio`, `+ssl`): the protocols
+# the connector speaks, and whether it is WebSocket. `tcp` is OpenWire; `auto` detects all four;
+# `ws` carries STOMP and MQTT.
+_SCHEMES = {"tcp": (["openwire"], False), "ssl": (["openwire"], False), "auto": (ALL_PROTOCOLS, False),
+            "amqp": (["amqp"], False), "stomp": (["stomp"], False), "mqtt": (["mqtt"], False),
+            "ws": (["stomp", "mqtt"], True), "wss": (["stomp", "mqtt"], True),
+            "amqp+ws": (["amqp"], True), "amqp+wss": (["amqp"], True)}
+_DEFAULT_PORTS = {"amqp": 5672, "openwire": 61616, "stomp": 61613, "mqtt": 1883}
+
+
+def transport_scheme(scheme: str) -> tuple[list[str], bool, bool] | None:
+    """(protocols, tls, websocket) of a Classic transport connector scheme; None: not one
+    Hermod serves (vm, udp, http ...)."""
+    parts = scheme.split("+")
+    tls = "ssl" in parts or "wss" in parts or scheme == "ssl"
+    base = "+".join(p for p in parts if p not in ("nio", "ssl")) or ("ssl" if scheme == "ssl" else "")
+    found = _SCHEMES.get(base)
+    if found is None:
+        return None
+    protocols, websocket = found
+    return list(protocols), tls, websocket
 _VT_DEFAULTS = {"local": "false", "concurrentSend": "false", "transactedSend": "false",
                 "dropOnResourceLimit": "false", "setOriginalDestination": "true"}
 
@@ -111,23 +132,35 @@ class _Classic:
                 self.notes.skip(c, "no usable uri")
                 continue
             scheme = m.group(1).lower()
-            if scheme not in _AMQP_SCHEMES:
-                why = "AMQP over WebSocket is not implemented in Hermod yet" if scheme.startswith("amqp") else \
-                    f"speaks {scheme}, not AMQP (Hermod is AMQP 1.0 only)"
-                self.notes.skip(c, why)
+            served = transport_scheme(scheme)
+            if served is None:
+                self.notes.skip(c, f"its transport {scheme}:// is not one Hermod serves (it serves AMQP, OpenWire, "
+                                   "STOMP and MQTT over TCP, TLS and WebSocket)")
                 continue
-            host, port = m.group(2).strip("[]") or "0.0.0.0", int(m.group(3) or 5672)
+            protocols, tls, websocket = served
+            default_port = 61614 if websocket else _DEFAULT_PORTS.get(protocols[0], 61616) if len(protocols) == 1 \
+                else 61616
+            host, port = m.group(2).strip("[]") or "0.0.0.0", int(m.group(3) or default_port)
             params = dict(p.split("=", 1) if "=" in p else (p, "") for p in (m.group(4) or "").split("&") if p)
             listener: dict = {"host": host, "port": port}
-            if _AMQP_SCHEMES[scheme]:
+            if protocols != ALL_PROTOCOLS:
+                listener["protocols"] = protocols
+            if websocket:
+                listener["websocket"] = True
+            if tls:
                 listener["tls"] = True
                 self.doc.setdefault("tls", {"cert": "server.crt", "key": "server.key"})
             dropped = []
-            main = "server" not in self.doc
+            # The first connector that speaks AMQP is [server] (its readiness line names an amqp://
+            # URL); without one, [server] keeps Hermod's defaults and every connector is a listener.
+            main = "server" not in self.doc and "amqp" in protocols and not websocket
+            broker_wide = []
             for key, value in params.items():
-                if key == "maximumConnections" and main and value.isdigit():
+                if key in ("maximumConnections", "wireFormat.maxFrameSize") and not main:
+                    broker_wide.append(key)
+                elif key == "maximumConnections" and value.isdigit():
                     listener["max_connections"] = int(value)
-                elif key == "wireFormat.maxFrameSize" and main and value.isdigit():
+                elif key == "wireFormat.maxFrameSize" and value.isdigit():
                     listener["max_message_size"] = int(value)
                 elif key == "transport.transformer" or key.startswith("transport.") or key.startswith("wireFormat."):
                     pass  # OpenWire/JMS mapping and socket tuning: nothing a Hermod client sees
@@ -139,11 +172,14 @@ class _Classic:
             else:
                 self.doc.setdefault("listener", []).append(
                     {"name": listener_name(c.attrib.get("name", ""), self.doc), **listener})
-            if _AMQP_SCHEMES[scheme]:
+            if tls:
                 self.notes.note(c, "imported with TLS on, reading PEM files server.crt and server.key beside "
                                    "the config (export them from the Java key store)")
             elif dropped:
                 self.notes.note(c, f"imported without {', '.join(dropped)} ({_GENERIC})")
+            if broker_wide:
+                self.notes.note(c, f"imported without {', '.join(broker_wide)} (Hermod's max_connections and "
+                                   "max_message_size are the [server]'s, for every listener)")
 
     # -- destinations ------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """ActiveMQ Artemis `broker.xml` (and the users/roles properties beside it) to Hermod's config.
 
-What maps: acceptors that speak AMQP (the first is `[server]`, the others `[[listener]]`),
+What maps: acceptors, with the protocols they speak of AMQP, OpenWire, STOMP and MQTT (the first
+that speaks AMQP is `[server]`, the others `[[listener]]`; Core and HornetQ are left out),
 `<addresses>` with their queues, `<address-settings>`, `<diverts>`, `<security-settings>`,
 users and roles from `artemis-users.properties` / `artemis-roles.properties`, a guest login
 from `login.config`, `persistence-enabled=false` (the memory store). Everything else is one note.
@@ -14,7 +15,7 @@ from .notes import Notes
 from .users import user_entry
 from .values import Placeholders, boolean, integer, read_properties, size_bytes
 from .xmlsafe import ImportFailed, Node
-from .common import check_selector, listener_name, split_list
+from .common import ALL_PROTOCOLS, check_selector, listener_name, split_list
 
 _STORAGE = "Hermod keeps messages in its [store] (SQLite or PostgreSQL)"
 _CLUSTER = "clustering: Hermod has shared-store HA ([ha]) and AMQP [[bridge]]s"
@@ -145,29 +146,42 @@ class _Artemis:
             return
         host, port = m.group(2).strip("[]") or "0.0.0.0", int(m.group(3) or 61616)
         params = dict(p.split("=", 1) if "=" in p else (p, "") for p in re.split(r"[;&]", m.group(4) or "") if p)
-        protocols = [p.strip().upper() for p in params.get("protocols", "AMQP").split(",")]
-        if "AMQP" not in protocols:
-            self.notes.skip(acc, f"speaks {','.join(protocols)}, not AMQP (Hermod is AMQP 1.0 only)")
+        # Artemis's acceptor speaks every protocol it has unless `protocols` narrows it.
+        named = [p.strip().upper() for p in params.get("protocols", "CORE,AMQP,STOMP,HORNETQ,MQTT,OPENWIRE").split(",")
+                 if p.strip()]
+        protocols = [p for p in ALL_PROTOCOLS if p.upper() in named]
+        unserved = [p for p in named if p.lower() not in ALL_PROTOCOLS]
+        if not protocols:
+            self.notes.skip(acc, f"speaks {','.join(named)}: Hermod speaks AMQP, OpenWire, STOMP and MQTT "
+                                 "(not Artemis's Core protocol)")
             return
         listener: dict = {"host": host, "port": port}
+        if protocols != ALL_PROTOCOLS:
+            listener["protocols"] = protocols
         dropped = []
         if boolean(params.get("sslEnabled", "false")):
             listener["tls"] = True
             self.tls(acc, params)
         for key, hermod in (("anycastPrefix", "anycast_prefix"), ("multicastPrefix", "multicast_prefix")):
             if key in params:
-                if "server" not in self.doc:
+                if "server" not in self.doc and "amqp" in protocols:
                     listener[hermod] = params[key]
                 else:
                     dropped.append(key)
-        if "server" not in self.doc:
+        if "server" not in self.doc and "amqp" in protocols:  # [server]'s readiness line is amqp://
             listener["#"] = [f"acceptor {acc.attrib.get('name', '')!r} ({self.path.name} line {acc.line})"]
             self.doc["server"] = listener
         else:
             listener = {"name": listener_name(acc.attrib.get("name", ""), self.doc), **listener}
             self.doc.setdefault("listener", []).append(listener)
+        why = []
+        if unserved and "protocols" in params:
+            why.append(f"without {','.join(unserved)} (Hermod does not speak Artemis's Core protocol; its "
+                       "clients can use AMQP or OpenWire)")
         if dropped:
-            self.notes.note(acc, f"imported, but {', '.join(dropped)} only apply to Hermod's [server]")
+            why.append(f"{', '.join(dropped)} only apply to Hermod's [server]")
+        if why:
+            self.notes.note(acc, "imported, but " + "; ".join(why))
 
     def tls(self, acc: Node, params: dict) -> None:
         tls = self.doc.setdefault("tls", {"cert": "server.crt", "key": "server.key"})

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from ...selector import SelectorError, compile_selector
 
+# Hermod's protocols in the order its config lists them (a listener with all four omits `protocols`).
+ALL_PROTOCOLS = ["amqp", "openwire", "stomp", "mqtt"]
+
 
 def check_selector(text: str) -> str | None:
     """None when Hermod's selector engine accepts `text`, else the parse error."""
