@@ -48,7 +48,8 @@ def diverts(config, compile_filter: Callable, load_transformer: TransformerLoade
         forwards = []
         for fw in c["forward"]:
             target, rt = (fw["queue"], ANYCAST) if "queue" in fw else (fw["topic"], MULTICAST)
-            forwards.append(Target(target, rt, compile_filter(fw["selector"]) if fw.get("selector") else None))
+            selector = fw.get("selector") or None
+            forwards.append(Target(target, rt, compile_filter(selector) if selector else None, selector))
         out.append(Divert(
             name=c["name"], source=c["name"], kind=COMPOSITE, exclusive=True, targets=forwards,
             forward_only=c["forward_only"], send_when_not_matched=c["send_when_not_matched"],

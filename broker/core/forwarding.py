@@ -47,6 +47,7 @@ class Target:
     address: str
     routing_type: str = STRIP  # anycast | multicast | pass | strip
     filter: Predicate | None = None
+    filter_text: str | None = None  # the selector `filter` was compiled from (`explain` names it)
     # Where its last copy went, while that holds (`route_through`): (the address, the copy's
     # routing type, the address's bindings version then, the queues it reached).
     reached: tuple | None = field(default=None, init=False, repr=False, compare=False)

@@ -89,6 +89,9 @@ class Recorder:
                 "to": [t.address for t in targets], "at": at}
         if divert.filter_text:
             step["filter"] = divert.filter_text
+        selectors = {t.address: t.filter_text for t in divert.targets if t.filter_text}
+        if selectors:  # a composite's forwards with a selector: each named, passed or not
+            step["selectors"] = selectors
         self.steps.append(step)
 
     def cycle(self, at: str, divert: Divert, target: str) -> None:

@@ -148,7 +148,10 @@ def test_explain_names_exactly_the_queues_a_send_reaches(start_broker):
     # a composite with a selector on one forward; the other a topic (nobody subscribed)
     route = _same(b, base, "incoming", {"size": 500})
     assert route["queues"] == ["big-orders"]
-    assert [s["to"] for s in route["steps"] if s["kind"] == "composite"] == [["big-orders", "order-events"]]
+    [composite] = [s for s in route["steps"] if s["kind"] == "composite"]
+    assert composite["to"] == ["big-orders", "order-events"] and composite["selectors"] == {"big-orders": "size > 100"}
+    route = _explain(base, "incoming", {"size": 5})
+    assert [s["to"] for s in route["steps"] if s["kind"] == "composite"] == [["order-events"]]
 
 
 def test_explain_of_a_fully_qualified_queue_and_a_virtual_topic(start_broker):
