@@ -277,11 +277,12 @@ class RoutingContext:
         self.copies_of: tuple | None = None  # the divert copies' shared part (`copies.shared_part`)
         self.trace = trace
 
-    def target(self, name: str, routing_type: str | None) -> Address | None:
+    def target(self, name: str, routing_type: str | None) -> Address | _Unmade | None:
         """The address a send or a copy with `routing_type` goes to at `name`, created as the
         settings allow (`PostOffice.forward_target`; HermodError when it may not be). In a dry
-        run nothing is created: the same decision is recorded, and None returned for an
-        address that would be new (it would take the message in its auto-created queue)."""
+        run nothing is created: the same decision is recorded, and an address that would be new
+        is stood for by the bindings it would get from wildcard patterns (`_Unmade`; None when
+        it would get none: its auto-created queue, recorded, is all it would have)."""
         po = self.postoffice
         trace = self.trace
         if trace is None:
@@ -298,6 +299,14 @@ class RoutingContext:
             raise _dry_refusal(name, "has no anycast queue")
         if address is None or needs_queue:
             trace.created(name, rt, needs_queue)
+        if address is None:
+            bound = po.bound.would_bind(name)
+            if not bound:
+                return None
+            unmade = _Unmade(name)
+            for binding in bound:
+                unmade.bindings.add(binding)
+            return unmade
         return address
 
     def dead_letter(self, message: Message, via: str) -> None:
@@ -319,6 +328,17 @@ class RoutingContext:
             address.bindings.route(message, None, self)
         finally:
             self.path = path
+
+
+class _Unmade:
+    """A dry run's address that a send would create: the bindings wildcard patterns would give
+    it (their own objects, bound to this stand-in only: nothing real changes)."""
+
+    __slots__ = ("name", "bindings")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.bindings = Bindings(name)
 
 
 def _dry_refusal(name: str, why: str) -> HermodError:

@@ -66,15 +66,18 @@ class Recorder:
         self.virtual_topics = virtual_topics
         self.steps: list[dict] = []
         self.reached: list[tuple[str, str]] = []
+        self.unmade: set[str] = set()  # addresses the send would create
 
     def address(self, at: str, routing_type: str | None) -> None:
-        self.steps.append({"kind": "address", "name": at, "routing_type": routing_type, "passed": True, "at": at})
+        if at not in self.unmade:  # else its step says it would be created
+            self.steps.append({"kind": "address", "name": at, "routing_type": routing_type, "passed": True, "at": at})
         if is_virtual(self.virtual_topics, at):
             self.steps.append({"kind": "virtual-topic", "name": at, "passed": True, "at": at,
                                "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % at})
 
     def created(self, at: str, routing_type: str | None, queue: bool) -> None:
         if at not in self.po.addresses:
+            self.unmade.add(at)
             self.steps.append({"kind": "address", "name": at, "routing_type": routing_type, "passed": True,
                                "detail": f"auto-created ({routing_type or 'multicast and anycast'})", "at": at})
         if queue:

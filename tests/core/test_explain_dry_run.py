@@ -53,3 +53,19 @@ def test_explain_of_a_ring_names_the_queues_the_send_fills_and_changes_nothing(s
     po.post(po.route(_message("ring.a"), "ring.a", None))
     grown = {name for name, q in po.queues.items() if len(q.waiting()) > before[name]}
     assert set(route["queues"]) == grown == {"ring.a.audit", "ring.b", "DLQ"}
+
+
+def test_explain_of_a_new_address_names_the_wildcard_subscriptions_it_would_get():
+    """A send to an address that does not exist yet creates it, and the wildcard subscriptions
+    and diverts whose pattern matches are bound to it then: explain names them, makes nothing."""
+    from hermod.broker.core.message import MULTICAST
+    po = PostOffice(annotate=_annotate, copy_heads=_copy_heads)
+    po.create_queue("all-news", "news.#", MULTICAST)
+    po.create_queue("sport-archive", "sport-archive", ANYCAST)
+    po.add_divert(Divert(name="sport", source="news.sport.*", targets=[Target("sport-archive")]))
+    route = explain(po, [], _message("news.sport.uk"), "news.sport.uk", MULTICAST)
+    assert "news.sport.uk" not in po.addresses and route["created"] is True
+    assert [s["kind"] for s in route["steps"]].count("address") == 2  # the new one, the divert's target
+    po.ensure_send_target("news.sport.uk", MULTICAST)  # as a producer's attach does
+    po.post(po.route(_message("news.sport.uk"), "news.sport.uk", MULTICAST))
+    assert set(route["queues"]) == _filled(po) == {"all-news", "sport-archive"}
