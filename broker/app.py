@@ -129,7 +129,7 @@ class Broker:
         for branch in recovered.prepared:
             self.prepared[branch.xid] = core_transactions.restore(self.postoffice, branch)
         if self.cluster is not None:  # ids from blocks of the shared counter, not max(id) + 1
-            self.postoffice._ids = self.cluster.ids
+            self.postoffice.take_ids_from(self.cluster.ids)
         self.create_configured(self.config)
         self.diverts = routing.install(self.postoffice, self.config, self.build_diverts(self.config))
 
@@ -214,8 +214,9 @@ class Broker:
                              host: str = "?") -> Principal | None:
         """HTTP Basic for the management API, metrics and console: the user must log in and
         hold `permission` (`manage`; for reads `browse` or `manage`) on some address. The API
-        is broker-wide, so a grant on any address admits; what lists show is then narrowed by
-        `management_view`. The logged-in principal, or None (a known user without the right);
+        is broker-wide, so a grant on any address admits (`Authorization.grants_anywhere`);
+        each operation is then checked on its own address by `Management.call`, and what lists
+        and `explain` show is narrowed by `Authorization.view`. The logged-in principal, or None (a known user without the right);
         raises LoginFailed for missing or wrong credentials. The password check runs through
         the login throttle (`host`: the client's address): off the loop, failures delayed."""
         if user is None or password is None:
@@ -226,7 +227,7 @@ class Broker:
             self.audit("login_failed", user=user, peer=host, via="http")
             raise LoginFailed(user)
         wanted = ("browse", "manage") if permission == "browse" else (permission,)
-        if any(self.permissions.grants_anywhere(principal.roles, p) for p in wanted):
+        if any(self.authorization.grants_anywhere(principal, p) for p in wanted):
             return principal
         log.warning("denied: user %s may not %s over HTTP", user, permission)
         self.audit("denied", user=user, operation=permission, via="http")

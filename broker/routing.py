@@ -42,13 +42,14 @@ def diverts(config, compile_filter: Callable, load_transformer: TransformerLoade
         out.append(Divert(
             name=d["name"], source=d["address"], kind=DIVERT, exclusive=d.get("exclusive", False),
             targets=[Target(a, d.get("routing_type", "strip")) for a in targets],
-            filter=compile_filter(d["filter"]) if d.get("filter") else None,
+            filter=compile_filter(d["filter"]) if d.get("filter") else None, filter_text=d.get("filter") or None,
             transformer=load_transformer(d["transformer"], config.path) if d.get("transformer") else None))
     for c in config.composites:
         forwards = []
         for fw in c["forward"]:
             target, rt = (fw["queue"], ANYCAST) if "queue" in fw else (fw["topic"], MULTICAST)
-            forwards.append(Target(target, rt, compile_filter(fw["selector"]) if fw.get("selector") else None))
+            selector = fw.get("selector") or None
+            forwards.append(Target(target, rt, compile_filter(selector) if selector else None, selector))
         out.append(Divert(
             name=c["name"], source=c["name"], kind=COMPOSITE, exclusive=True, targets=forwards,
             forward_only=c["forward_only"], send_when_not_matched=c["send_when_not_matched"],

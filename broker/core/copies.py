@@ -20,11 +20,10 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from . import ports
-from .message import ANYCAST, Message, SharedBodyCopy
+from .message import ANYCAST, Message
 from .kinds import QueuePurpose
 
 if TYPE_CHECKING:
-    from .bindings import RoutingContext
     from .consumer import Ref
     from .ports import CopyHost, Done, Plan
 
@@ -96,42 +95,28 @@ def plan_copy(host: CopyHost, message: Message, via: str, target: str, extra: di
 
 
 def divert_copy(host: CopyHost, message: Message, via: str, target: str, routing_type: str | None,
-                transformer: Callable[[Message], Message] | None = None,
-                context: RoutingContext | None = None) -> Message | None:
-    """The copy a divert named `via` forwards to `target` (None: its transformer failed, and
-    the copy is not forwarded; the failure is logged).
-
-    The copies one send's diverts make of one original differ only in `x-opt-ORIG-QUEUE`: the
-    codec's `copy_heads` encodes the rest of their head once, kept in the send's `context`
-    with the original's shared body, and each copy splices its own entry in: 4.65 -> 3.85 µs
-    a copy in process (`divert_copies.py --only copy`, medians of 5 interleaved), 5.8 -> 5.0 µs
-    of live broker CPU with the copy's enqueue (`--only fill`, 3 interleaved, load 1-1.7)."""
-    heads = host.copy_heads
-    if heads is not None and context is not None:
-        shared = context.copies_of
-        if shared is None or shared[0] is not message:
-            shared = context.copies_of = shared_part(heads, message, via)
-        _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
-        head, envelope = head_of(via)
-        copy: Message = SharedBodyCopy(head, base, bare_at, envelope, target, container_id, arrival, routing_type,
-                                       host.next_message_id(), hops, scheduled,
-                                       expiration if transformer is None else None)
-        return copy if transformer is None else _transformed(copy, via, transformer)
+                transformer: Callable[[Message], Message] | None = None, dry: bool = False) -> Message | None:
+    """The copy a divert named `via` forwards to `target` when the host has no codec to splice
+    copy heads with (`forwarding.route_through` makes the others inline, from `shared_part`);
+    None: its transformer failed, and the copy is not forwarded (logged). `dry`: a dry run's
+    copy, which takes no message id."""
     annotate = host.annotate
     assert annotate is not None, "a post office with diverts has the codec's annotate"
     copy = annotate(message, orig_annotations(message, via), target)
     copy.routing_type = routing_type
-    copy.id = host.next_message_id()
+    copy.id = 0 if dry else host.next_message_id()
     copy.hops = message.hops + 1
     # Its annotations keep the original's x-opt-delivery-time/-delay and it arrived with it:
     # it is due when the original is (not read again from its annotations at each enqueue):
     # 5.74 -> 5.46 µs a copy (in process, medians of 3 interleaved pairs).
     copy._scheduled = message.scheduled_time
-    return copy if transformer is None else _transformed(copy, via, transformer)
+    return copy if transformer is None else transformed(copy, via, transformer)
 
 
 def shared_part(heads: Callable, message: Message, via: str) -> tuple:
-    """What every divert copy of `message` in one send takes from it, read once: the codec's
+    """What every divert copy of `message` in one send takes from it, read once (kept in the
+    send's `RoutingContext.copies_of`; each copy splices its own x-opt-ORIG-QUEUE into the
+    codec's head: 4.65 -> 3.85 µs a copy in process, `divert_copies.py --only copy`): the codec's
     heads of its copies, its shared body, and the fields a copy has as its original has them.
     Due and expiring when the original is (same header, properties and arrival): not read
     again from each copy's sections at its enqueue and each dispatch (a transformer may
@@ -145,7 +130,7 @@ def shared_part(heads: Callable, message: Message, via: str) -> tuple:
             message.container_id, message.arrival, message.hops + 1, message.scheduled_time, message.expiration)
 
 
-def _transformed(copy: Message, via: str, transformer: Callable[[Message], Message]) -> Message | None:
+def transformed(copy: Message, via: str, transformer: Callable[[Message], Message]) -> Message | None:
     """What a divert's transformer makes of its copy (None: it failed; logged)."""
     try:
         return transformer(copy)
@@ -166,4 +151,5 @@ def orig_annotations(message: Message, via: str) -> dict:
     return extra
 
 
-__all__ = ["divert_copy", "dead_letter", "expire", "expire_scan", "plan_copy", "orig_annotations"]
+__all__ = ["divert_copy", "dead_letter", "expire", "expire_scan", "plan_copy", "orig_annotations", "shared_part",
+           "transformed"]

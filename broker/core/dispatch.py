@@ -108,7 +108,7 @@ class Dispatch(QueueState):
         general = False
         in_flight = c.in_flight  # once a pass (figure: Connection.process)
         link = c.link
-        send_run = getattr(link, "send_run", None) or _SendEach(link).send_run
+        send_run = getattr(link, "send_run", None) or _SendEach(link).send_run  # `ports.RunSender`, optional
         while backlog.count and c.credit > 0 and not c.blocked:
             refs = backlog.take(c.credit)
             n = len(refs)

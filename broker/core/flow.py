@@ -87,12 +87,17 @@ class FlowControl:
         """Bytes of messages on the queues of `address` (or held for it by a transaction) changed
         by `delta`, and `refs` messages came (or went); the memory limit also counts each
         ref's estimated Python overhead (`ref_overhead`). Flow control is the only writer of
-        `address.size` and `memory_used` but one: `Queue.enqueue` adds a coming message inline
-        (the hot path; adding wakes no one, only a release does)."""
+        `address.size` and `memory_used` (a message coming: `arrived`)."""
         address.size += delta
         self.memory_used += delta + refs * self.ref_overhead
         if delta < 0:
             self.released()
+
+    def arrived(self, address: Address, size: int) -> None:
+        """One message of `size` bytes came onto a queue of `address` (`Queue.enqueue`):
+        `account(address, size, 1)` without its release check (adding wakes no one)."""
+        address.size += size
+        self.memory_used += size + self.ref_overhead
 
     def reserve(self, nbytes: int) -> bool:
         """Count `nbytes` of something a client has not finished sending, before they are

@@ -17,10 +17,11 @@ whose targets are its `forward` destinations, each with an optional selector.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import itertools
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from .copies import divert_copy, shared_part
+from .copies import divert_copy, shared_part, transformed
 from .errors import HermodError
 from .message import Message, RoutingType, SharedBodyCopy
 
@@ -46,7 +47,8 @@ class Target:
     address: str
     routing_type: str = STRIP  # anycast | multicast | pass | strip
     filter: Predicate | None = None
-    # Where its last copy went, while that holds (`Divert.fire`): (the address, the copy's
+    filter_text: str | None = None  # the selector `filter` was compiled from (`explain` names it)
+    # Where its last copy went, while that holds (`route_through`): (the address, the copy's
     # routing type, the address's bindings version then, the queues it reached).
     reached: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -71,8 +73,11 @@ class Divert:
     source: str  # an address or a wildcard pattern
     targets: list[Target]
     kind: str = DIVERT  # divert | composite
+    # A binding's exclusivity: when it fires, the address's other bindings do not get the
+    # message (not `Queue.exclusive`, which gives a queue's messages to one consumer).
     exclusive: bool = False
     filter: Predicate | None = None
+    filter_text: str | None = None  # the selector `filter` was compiled from (`explain` names it)
     transformer: Callable[[Message], Message] | None = None
     # composites only
     forward_only: bool = True
@@ -80,13 +85,14 @@ class Divert:
     applies_to: str | None = None  # a composite queue takes anycast sends, a topic multicast ones
     fired: int = 0
     _unfiltered: bool = field(init=False, repr=False, compare=False, default=False)
-
-    @property
-    def routing_name(self) -> str:
-        return self.name
+    # No filter, no kind of send it keeps to, no target selector, not exclusive, a divert:
+    # it fires every target for every message and keeps the original (`route_through`).
+    _plain: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         self._unfiltered = all(t.filter is None for t in self.targets)
+        self._plain = (self.kind == DIVERT and not self.exclusive and self.applies_to is None
+                       and self.filter is None and self._unfiltered)
 
     def applies(self, message: Message, routing_type: str | None) -> bool:
         if self.applies_to is not None and routing_type is not None and routing_type != self.applies_to:
@@ -105,109 +111,70 @@ class Divert:
 
     def route(self, message: Message, routing_type: str | None, context: RoutingContext) -> bool:
         """Fire when the divert applies; True when the address's other bindings still get the
-        original (the rule above). A plain divert (no filter, no kind of send it keeps to,
-        no target selector) decides without a call per rule."""
-        if (self.applies_to is not None or self.filter is not None) and not self.applies(message, routing_type):
-            return True
-        targets = self.targets if self._unfiltered else self.matching_targets(message)
-        if targets:
-            self.fire(message, targets, context)
-        if self.kind == DIVERT:
-            return not (self.exclusive and targets)
-        return self.keeps_original(bool(targets))
+        original (the rule above). `route_through` of this divert alone."""
+        return route_through((self,), message, routing_type, context)
 
-    def fire(self, message: Message, targets: list[Target], context: RoutingContext) -> None:
-        """Each matching target gets a copy that re-enters routing at its address (auto-create
-        applies); a copy in a cycle goes to the dead-letter address instead.
 
-        Per copy, no list of targets, no settings lookup for an existing target address
-        (`PostOffice.forward_target`) and no full-address lookups in `admit` while nothing is
-        full: with the copy's routing straight into the target's bindings, a copy went from
-        7.6 to 6.6-7.1 µs of CPU (benchmarks/divert_copies.py, in process, 10 diverts); with
-        the target's routing type and a plain divert's rules inline (`route`) and the codec's
-        one-pass annotated head, 6.95 -> 5.93 µs (medians of 5, interleaved, load 4)."""
-        self.fired += 1
-        po = context.postoffice
-        path = context.path
-        plan = context.plan
-        addresses = po.addresses
+def route_through(diverts: list[Divert] | tuple[Divert, ...], message: Message, routing_type: str | None,
+                  context: RoutingContext) -> bool:
+    """The one divert path: each divert of `diverts` (bound where `message` is being routed,
+    `context.path[-1]`) that applies fires: each matching target gets a copy that re-enters
+    routing at its address (auto-create applies); a copy in a cycle (`MAX_FORWARD_HOPS`, or
+    its target already on the copy's way) goes to the dead-letter address instead, and that
+    divert forwards no more of it. True when the address's other bindings still get the
+    original (`Divert.keeps_original`). A dry run (`context.trace`) records each decision.
+
+    One call for all the diverts of an address: the copies of one send share the codec's
+    head, read once per send (`copies.shared_part`); each copy is made inline (no
+    `divert_copy` call) and goes to the queues its target reached before while they hold.
+    Measured on the way here (benchmarks/divert_copies.py, in process, interleaved medians;
+    figures in its history): a copy 7.6 -> 5.9 µs of CPU with the copy routed straight into
+    the target's bindings and the routing type inline, 3.57 -> 3.21 µs with the target's
+    `reached` cache, 3.21 -> 2.86 µs with the per-divert and per-copy calls cut."""
+    po = context.postoffice
+    trace = context.trace
+    dry = trace is not None
+    path = context.path
+    plan = context.plan
+    addresses = po.addresses
+    heads = po.copy_heads
+    shared = None
+    keep = True
+    max_hops = MAX_FORWARD_HOPS
+    orig_hops = message.hops
+    for divert in diverts:
+        if divert._plain and not dry:  # fires every target and keeps the original: no rule to ask
+            targets = divert.targets
+        else:
+            if (divert.applies_to is not None or divert.filter is not None) and not divert.applies(message, routing_type):
+                targets = []
+            else:
+                targets = divert.targets if divert._unfiltered else divert.matching_targets(message)
+            if dry:
+                trace.divert(path[-1], divert, targets)  # type: ignore[union-attr]
+            if not divert.keeps_original(bool(targets)):
+                keep = False
+            if not targets:
+                continue
+        via = divert.name
+        transformer = divert.transformer
+        if not dry:
+            divert.fired += 1
+        if heads is not None and shared is None:
+            shared = context.copies_of
+            if shared is None or shared[0] is not message:
+                shared = context.copies_of = shared_part(heads, message, via)
+            _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
+            ids = _NO_IDS if dry else po._ids  # `next_message_id`, inline; a dry run takes none
+        spliced = shared is not None and transformer is None  # the usual copy, made inline
         for target in targets:
             name = target.address
-            if message.hops >= MAX_FORWARD_HOPS or name in path:
-                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
-                            "it goes to the dead-letter address", message.id, message.hops, self.name)
-                context.dead_letter(message, self.name)
-                return
-            rt: str | None = target.routing_type  # `Target.copy_routing_type`, inline
-            if rt == STRIP:
-                rt = None
-            elif rt == PASS:
-                rt = message.routing_type
-            copy = divert_copy(po, message, self.name, name, rt, self.transformer, context)
-            if copy is None:
-                continue
-            # The queues the target's last copy reached, while its address is the same object
-            # and nothing bound there changed (a deleted or recreated queue or address, a new
-            # divert, a filter: `Bindings.version`); else routed, and kept when
-            # `Bindings.fixed_selection` says the next copy goes the same way. No
-            # `forward_target`, `Bindings.route`/`select` per copy: 3.57 -> 3.21 µs a copy in
-            # process (`divert_copies.py --only copy`, 5 interleaved, load 2.4); live fanout
-            # 0.946 -> 0.927 broker CPU s per 100k deliveries (4 interleaved, load 2.6-2.8).
-            reached = target.reached
-            if reached is not None and reached[1] == rt:
-                address = reached[0]
-                if address.bindings.version == reached[2] and addresses.get(name) is address:
-                    plan.append((copy, reached[3][:]))
-                    continue
-            _route_copy(self.name, target, copy, rt, context)
-
-
-def _route_copy(via: str, target: Target, copy: Message, rt: str | None, context: RoutingContext) -> None:
-    """A copy to `target` that its `reached` queues do not take: routed at the target's
-    address (auto-create applies), and those queues kept when every next copy goes the same
-    way (`Bindings.fixed_selection`)."""
-    try:
-        address = context.postoffice.forward_target(target.address, rt)
-    except HermodError as e:
-        log.warning("%s cannot forward to %s: %s", via, target.address, e)
-        return
-    bindings = address.bindings
-    bindings.route(copy, rt, context)
-    queues = bindings.fixed_selection(rt)
-    target.reached = None if queues is None else (address, rt, bindings.version, queues)
-
-
-def plain(divert: Divert) -> bool:
-    """Does `divert` fire for every message, each target taking a copy as it is made (no
-    filter, no kind of send it keeps to, no target selector, no transformer), and keep the
-    original? Such diverts of one address fire in one pass (`fire_plain`)."""
-    return (divert.kind == DIVERT and not divert.exclusive and divert.applies_to is None
-            and divert.filter is None and divert._unfiltered and divert.transformer is None)
-
-
-def fire_plain(diverts: list[Divert], message: Message, context: RoutingContext) -> None:
-    """`Divert.route` of every divert in `diverts` (each `plain`), in one pass: the copies'
-    shared part read once (`copies.shared_part`), each copy made and sent to the queues its
-    target reached before without a Python call but its head and its object."""
-    po = context.postoffice
-    heads = po.copy_heads
-    if heads is None:  # no codec to splice heads with: each divert on its own
-        for divert in diverts:
-            divert.route(message, None, context)
-        return
-    shared = context.copies_of
-    if shared is None or shared[0] is not message:
-        shared = context.copies_of = shared_part(heads, message, diverts[0].name)
-    _original, head_of, base, bare_at, container_id, arrival, hops, scheduled, expiration = shared
-    path, plan, addresses, ids = context.path, context.plan, po.addresses, po._ids  # `next_message_id`, inline
-    for divert in diverts:
-        divert.fired += 1
-        via = divert.name
-        for target in divert.targets:
-            name = target.address
-            if hops > MAX_FORWARD_HOPS or name in path:  # the copy's hops: the original's + 1
-                log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
-                            "it goes to the dead-letter address", message.id, message.hops, via)
+            if orig_hops >= max_hops or name in path:
+                if dry:
+                    trace.cycle(path[-1], divert, name)  # type: ignore[union-attr]
+                else:
+                    log.warning("message %s forwarded %d times (a cycle?): %s does not forward it again; "
+                                "it goes to the dead-letter address", message.id, orig_hops, via)
                 context.dead_letter(message, via)
                 break
             rt: str | None = target.routing_type  # `Target.copy_routing_type`, inline
@@ -215,16 +182,52 @@ def fire_plain(diverts: list[Divert], message: Message, context: RoutingContext)
                 rt = None
             elif rt == PASS:
                 rt = message.routing_type
-            head, envelope = head_of(via)
-            copy = SharedBodyCopy(head, base, bare_at, envelope, name, container_id, arrival, rt, next(ids), hops,
-                                  scheduled, expiration)
-            reached = target.reached  # as in `Divert.fire`
-            if reached is not None and reached[1] == rt:
+            copy: Message | None
+            if spliced:
+                head, envelope = head_of(via)
+                copy = SharedBodyCopy(head, base, bare_at, envelope, name, container_id, arrival, rt, next(ids),
+                                      hops, scheduled, expiration)
+            else:
+                if shared is not None:  # a transformer's: its expiry is read from what it returns
+                    head, envelope = head_of(via)
+                    copy = transformed(SharedBodyCopy(head, base, bare_at, envelope, name, container_id, arrival, rt,
+                                                      next(ids), hops, scheduled, None), via, transformer)  # type: ignore[arg-type]
+                else:
+                    copy = divert_copy(po, message, via, name, rt, transformer, dry)
+                if copy is None:
+                    continue
+            reached = target.reached  # `_deliver`'s first case, inline (a dry run records each step)
+            if reached is not None and reached[1] == rt and not dry:
                 address = reached[0]
                 if address.bindings.version == reached[2] and addresses.get(name) is address:
                     plan.append((copy, reached[3][:]))
                     continue
-            _route_copy(via, target, copy, rt, context)
+            _deliver(via, target, copy, rt, context)
+    return keep
+
+
+_NO_IDS = itertools.repeat(0)  # the ids of a dry run's copies (`route_through`): none is taken
+
+
+def _deliver(via: str, target: Target, copy: Message, rt: str | None, context: RoutingContext) -> None:
+    """A divert's copy into the plan when its target's `reached` queues do not take it (`route_through`
+    sends it there while the target's address is the same object and nothing bound there
+    changed: a deleted or recreated queue or address, a new divert, a filter, all bump
+    `Bindings.version`): routed at the target's address (auto-create applies,
+    `RoutingContext.target`), and those queues kept when `Bindings.fixed_selection` says the
+    next copy goes the same way. A dry run neither reads nor writes `reached`."""
+    try:
+        found = context.target(target.address, rt)
+    except HermodError as e:
+        log.warning("%s cannot forward to %s: %s", via, target.address, e)
+        return
+    if found is None:  # a dry run's address that would be created (recorded)
+        return
+    bindings = found.bindings
+    bindings.route(copy, rt, context)
+    if context.trace is None:
+        queues = bindings.fixed_selection(rt)
+        target.reached = None if queues is None else (found, rt, bindings.version, queues)
 
 
 def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> list[list[str]]:
@@ -261,5 +264,5 @@ def find_cycles(diverts: list[Divert], matches: Callable[[str, str], bool]) -> l
     return cycles
 
 
-__all__ = ["Divert", "Target", "find_cycles", "fire_plain", "plain", "FORCE_ANYCAST",
+__all__ = ["Divert", "Target", "find_cycles", "route_through", "FORCE_ANYCAST",
            "FORCE_MULTICAST", "PASS", "STRIP", "DIVERT", "COMPOSITE", "MAX_FORWARD_HOPS"]

@@ -10,7 +10,7 @@ that callback ("decide, then commit").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:  # the core's own types, for the inner ports below (nothing at run time)
     from .address import Address
@@ -246,6 +246,39 @@ class Journal(Protocol):
     def problem(self) -> str | None:
         """None while the store answers; else one line saying why it does not (`/health` and
         `hermod_store_up` report it)."""
+
+
+@runtime_checkable
+class UnitsOfParts(Protocol):
+    """An optional extension of `Journal` (the SQL journal has it): a unit that more parts may
+    join while it is the last unit submitted in the reactor turn, so that a producer link's
+    sends of one turn are stored and completed together (`core/bursts.py`). A journal
+    without it (the in-memory one, test doubles) gets a unit per send."""
+
+    def open_unit(self, ops: list[Operation], done: Callable[[Any], None]) -> object:
+        """`submit` a unit of parts (`ops` its first part's, kept as its own list); the handle
+        `add_part` takes. `done(outcome)`: None when every part is stored, an error when none
+        is, or a list of one outcome per part after a part's own fault."""
+
+    def add_part(self, unit: Any, ops: Sequence[Operation]) -> bool:
+        """One more part of `unit`, if it is still the last unit of the turn and not too big;
+        False (nothing done): the caller opens a new unit."""
+
+
+class ConsumerLink(Protocol):
+    """What the core's dispatch asks of a link taking messages from a queue (`Consumer.link`):
+    write one message to the peer; the adapter keeps `Consumer.credit` and `blocked` in step."""
+
+    def send(self, consumer: Any, ref: Any) -> None: ...
+
+
+class RunSender(ConsumerLink, Protocol):
+    """An optional extension of `ConsumerLink` (the AMQP consumer link has it): write a run of
+    messages in one call, returning how many were written (fewer when the consumer became
+    blocked). Dispatch looks for `send_run` on the link each pass (a link may be swapped for
+    a stand-in when it goes) and writes one message a call without it (`dispatch._SendEach`)."""
+
+    def send_run(self, consumer: Any, run: list) -> int: ...
 
 
 class Spool(Protocol):

@@ -2,20 +2,22 @@
 
 Sending is two steps ("decide, then commit"): `route()` only collects the queues a message goes
 to; `post()` writes what is durable through the journal and, once the journal confirms, puts
-the message on its queues and reports back (the producer is settled from that callback).
+the message on its queues and reports back (the producer is settled from that callback):
+the one commit path, `commit.Commit`, whose doors are `post`, `post_now` and `post_part`.
 """
 from __future__ import annotations
 
 import itertools
 import logging
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import ports
 from .lingering import Lingering
 from .standalone import MemoryJournal, NoTimers, WallClock
 from .address import Address, QueuePurpose
 from .bursts import Burst
-from .errors import AddressNotFound, QueueNotFound, ResourceLimitExceeded
+from .commit import Commit
+from .errors import AddressNotFound
 from .directory import Directory
 from .duplicates import DuplicateIds
 from . import copies
@@ -60,6 +62,10 @@ class PostOffice(Directory):
         self.compile_filter = compile_filter
         self.defer = defer or (lambda fn: fn())
         self.flow = FlowControl(self)
+        self.commit = Commit(self)  # every plan is stored and placed through it (`post`)
+        # `post_now`, the producer's hot door, bound to the commit path (no frame of its own
+        # per message; the method below documents it).
+        self.post_now = self.commit.now  # type: ignore[method-assign]
         # The counters of deleted queues, so broker-wide totals (metrics) never go down.
         self.retired = {"added": 0, "acked": 0, "delivered": 0, "expired": 0}
         self.timers: NoTimers | None = None
@@ -69,9 +75,8 @@ class PostOffice(Directory):
         self.call_at = call_at
         self.addresses: dict[str, Address] = {}
         self.queues: dict[str, Queue] = {}
-        self._ids = itertools.count(1)
+        self._ids: Iterator[int] = itertools.count(1)
         self._dirty: dict[Queue, None] = {}
-        self._unconfirmed = 0  # posts handed to the journal and not yet committed
         self.message_from_record: Callable[[ports.MessageRecord], Message] | None = None
         self.duplicates = DuplicateIds()
         self.retaining = False  # some address keeps messages (retention_days > 0)
@@ -102,6 +107,11 @@ class PostOffice(Directory):
     # -- ids and settings ---------------------------------------------------------------------
     def next_message_id(self) -> int:
         return next(self._ids)
+
+    def take_ids_from(self, ids: Iterator[int]) -> None:
+        """Number new messages from `ids` from now on (a cluster node: blocks of the shared
+        counter, so that ids stay unique across nodes) instead of the store's max + 1."""
+        self._ids = ids
 
     # -- dispatch scheduling -------------------------------------------------------------------
     def schedule(self, queue: Queue) -> None:
@@ -231,112 +241,16 @@ class PostOffice(Directory):
     def post_now(self, plan: Plan) -> bool:
         """The common case, without callbacks: a plan with nothing to store and nothing ahead of
         it in the journal goes onto its queues at once (True). Otherwise nothing is done (False)
-        and the caller uses `post`."""
-        if self._unconfirmed or self.retaining:
-            return False
-        full = self.flow.full
-        remote = self.remote
-        for message, queues in plan:
-            envelope = message.envelope
-            # Only what a producer sent is checked for a duplicate id (`post`: hops == 0), not
-            # each divert copy, which would search its joined bytes again: a copy of a message
-            # with application properties 6.3-7.1 -> 5.4-5.9 µs (divert copies in process).
-            if envelope.app_properties_at >= 0 and not message.hops and self.duplicates.id_of(message) is not None:
-                return False
-            durable = envelope.durable
-            for q in queues:
-                if (durable and q.stores) or q.paged or (q.address.pages and full(q.address)):
-                    return False
-                if remote is not None and remote.elsewhere(q):
-                    return False  # forwarded: `post`
-        for message, queues in plan:
-            if queues:
-                if not message.id:
-                    message.id = next(self._ids)
-                for q in queues:
-                    q.enqueue(Ref(message, q))
-        return True
+        and the caller uses `post`. (`commit.Commit.now`)"""
+        return self.commit.now(plan)
 
     def post(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
              accepted: bool = True) -> None:
         """Commit a routing plan: durable parts through the journal first (one unit), then onto
         the queues; `done(None)` once it is safe to accept, `done(error)` if the store failed.
         `accepted`: the plan carries a message a producer sent (retention and duplicate
-        detection apply), not a copy the broker made (dead letters, expiry). In cluster mode
-        the part of the plan for queues other nodes own is forwarded to them (`_forward`)."""
-        if self.remote is not None and self._forward(plan, done, extra_ops, accepted):
-            return
-        self._post_here(plan, done, extra_ops, accepted)
-
-    def _forward(self, plan: Plan, done: Done | None, extra_ops: list | None, accepted: bool) -> bool:
-        """Cluster mode: forward the plan's queues other nodes own to their owners, then post
-        the rest here once every owner accepted its copy; `done(None)` only once every part is
-        stored, else the first error, and then nothing was stored here (a refused send is on
-        no queue of this node; the original of a move, a dead letter or an expiry stays where
-        it is; a copy an owner accepted stays there, and its `_AMQ_DUPL_ID` stamp drops a
-        resend). False: nothing is another node's."""
-        remote = self.remote
-        assert remote is not None
-        here: Plan = []
-        away: list[tuple[Message, Queue]] = []
-        for message, queues in plan:
-            mine = [q for q in queues if not remote.elsewhere(q)]
-            if len(mine) != len(queues):
-                if not message.id:  # the forwarded copy's stamp names it
-                    message.id = self.next_message_id()
-                away.extend((message, q) for q in queues if q not in mine)
-            here.append((message, mine))
-        if not away:
-            return False
-        finish: Done = done if done is not None else _ignore
-
-        def forwarded(error: BaseException | None) -> None:
-            if error is not None:
-                finish(error)
-            else:
-                self._post_here(here, finish, extra_ops, accepted)
-        join = _all_of(len(away), forwarded)
-        for message, q in away:
-            remote.forward(message, q, join)
-        return True
-
-    def _post_here(self, plan: Plan, done: Done | None = None, extra_ops: list | None = None,
-                   accepted: bool = True) -> None:
-        """`post` of a plan every queue of which is this node's."""
-        if len(plan) == 1 and extra_ops is None and accepted and self._post_one(plan[0], done):
-            return
-        refs: list[Ref] = []
-        ops: list[ports.Operation] = list(extra_ops) if extra_ops else []
-        remembered: list[tuple[str, str]] = []
-        for message, queues in plan:
-            if accepted and message.hops == 0:
-                if self._is_duplicate(message, ops, remembered):
-                    continue
-                if self.retaining:
-                    self._retain(message, ops)
-            if not queues:
-                continue
-            if not message.id:
-                message.id = self.next_message_id()
-            mine = [Ref(message, q) for q in queues]
-            refs.extend(mine)
-            for r in mine:
-                q = r.queue
-                if q.paged or (q.address.pages and self.flow.full(q.address) and self.flow.pages(q)):
-                    r.paged = True  # the store (or the spool) holds it; memory only a count
-                    r.durable = q.stores
-            durable = [r for r in mine if r.durable]
-            if durable:
-                ops.append(ports.AddMessage(self.message_record(message)))
-                ops.extend(ports.AddReference(r.queue.name, message.id) for r in durable)
-        for r in refs:
-            r.queue.pending += 1  # no auto-delete until the refs are on their queues (_place)
-        if not ops and not self._unconfirmed:
-            failed = self._place(refs)
-            if done is not None:
-                done(failed)
-            return
-        self._submit(ops, refs, sum(r.message.size for r in refs), done, remembered)
+        detection apply), not a copy the broker made (dead letters, expiry). (`commit.Commit.post`)"""
+        self.commit.post(plan, done, extra_ops, accepted)
 
     def post_unordered(self, plan: Plan) -> bool:
         """Place a plan whose every queue is a temporary one of this node at once, not behind the
@@ -359,142 +273,20 @@ class PostOffice(Directory):
         return True
 
     def post_part(self, plan: Plan, burst: Burst, token: object) -> bool:
-        """`post` of a producer's usual plan (`_post_one`) as a part of `burst` (`core.bursts`):
-        stored with the owner's other sends of this turn, settled through the burst with
-        `token`. False (nothing done) for any other plan: the caller uses `post`."""
-        if len(plan) != 1:
-            return False
-        remote = self.remote
-        if remote is not None and any(remote.elsewhere(q) for q in plan[0][1]):
-            return False  # forwarded: `post`
-        return self._post_one(plan[0], None, burst, token)
+        """`post` of a producer's usual plan as a part of `burst` (`core.bursts`): stored with
+        the owner's other sends of this turn, settled through the burst with `token`. False
+        (nothing done) for any other plan: the caller uses `post`. (`commit.Commit.part`)"""
+        return self.commit.part(plan, burst, token)
 
-    def _post_one(self, destination: tuple[Message, list[Queue]], done: Done | None,
-                  burst: Burst | None = None, token: object = None) -> bool:
-        """`post` of the usual plan, without its general bookkeeping: one message a producer
-        sent, to queues it reaches, no duplicate id, nothing retained, nothing paged. False
-        (nothing done) for anything else. Q1D on SQLite FULL, with the records as plain slots
-        classes (`ports`): broker CPU per 100k messages 3.9 -> 3.4 s (medians of 3-4,
-        interleaved with the build before, load 1.3-2.4)."""
-        message, queues = destination
-        if message.hops or self.retaining or not queues:
-            return False
-        if message.envelope.app_properties_at >= 0 and self.duplicates.id_of(message) is not None:
-            return False
-        full = self.flow.full
-        for q in queues:
-            if q.paged or (q.address.pages and full(q.address)):
-                return False
-        if not message.id:
-            message.id = next(self._ids)
-        refs = []
-        ops: list[ports.Operation] | None = None
-        for q in queues:
-            r = Ref(message, q)
-            refs.append(r)
-            q.pending += 1  # as in `post`
-            if r.durable:
-                if ops is None:
-                    ops = [ports.AddMessage(self.message_record(message))]
-                ops.append(ports.AddReference(q.name, message.id))
-        if burst is not None:
-            burst.add(ops or [], refs, message.size * len(refs), token)
-        elif ops is None and not self._unconfirmed:
-            failed = self._place(refs)
-            if done is not None:
-                done(failed)
-        else:
-            self._submit(ops or [], refs, message.size * len(refs), done, ())
-        return True
-
-    def _submit(self, ops: list, refs: list[Ref], held: int, done: Done | None,
-                remembered: list[tuple[str, str]] | tuple) -> None:
-        """Through the journal: a durable message is stored first; a non-durable one that
-        arrives while durable messages are still being written goes through as an empty unit,
-        so that messages reach their queues in the order they arrived. `held`: the bytes of
-        the refs, counted against the memory limit until the unit is done."""
-        self._unconfirmed += 1
-        flow = self.flow
-        flow.unit_submitted(held)
-
-        def committed(error: BaseException | None) -> None:
-            self._unconfirmed -= 1
-            flow.unit_done(held)
-            if error is None:
-                error = self._place(refs)
-            else:
-                self._not_placed(refs)
-            if error is not None:
-                for address, duplicate_id in remembered:
-                    self.duplicates.forget(address, duplicate_id)  # a resend is not a duplicate
-            if done is not None:
-                done(error)
-
-        self.journal.submit(ops, committed)
-
-    def _not_placed(self, refs: list[Ref]) -> None:
-        """Refs whose unit failed: no longer on their way to their queues."""
-        for r in refs:
-            r.queue.pending -= 1
-            if not r.queue.pending and r.queue.idle:
-                self.queue_idle_check(r.queue)
-
-    def _place(self, refs: list[Ref]) -> BaseException | None:
-        """Committed refs onto their queues, the paged ones first: paging to the spool can fail
-        (disk full), and then the send fails with a condition (returned) rather than hang or
-        vanish; the queue keeps paging what comes next. A queue deleted while the unit was
-        written (an unsubscribe, a management delete) takes nothing; when that leaves the
-        message on no queue and one of them was anycast, the send is refused (QueueNotFound),
-        never `accepted` and stored nowhere. Multicast subscriptions that went are a drop by
-        design."""
-        live: list[Ref] = []
-        lost: Queue | None = None
-        for r in refs:
-            q = r.queue
-            q.pending -= 1
-            if q.deleted:
-                if q.routing_type == ANYCAST:
-                    lost = q
-                continue
-            live.append(r)
-        for r in live:
-            if r.paged:
-                try:
-                    r.queue.page_out(r)
-                except OSError as error:
-                    log.error("queue %s: paging a message failed: %s", r.queue.name, error)
-                    return ResourceLimitExceeded(f"paging to disk failed: {error.strerror or error}")
-        for r in live:
-            if not r.paged:
-                r.queue.enqueue(r)
-        if lost is not None and not live:
-            log.warning("queue %s was deleted while a message for it was being stored", lost.name)
-            return QueueNotFound(f"queue {lost.name} was deleted")
-        return None
-
-    def _is_duplicate(self, message: Message, ops: list, remembered: list) -> bool:
-        duplicate_id = self.duplicates.id_of(message)
-        if duplicate_id is None:
-            return False
-        if self.duplicates.seen(message.address, duplicate_id):
-            log.info("dropped duplicate %s on %s", duplicate_id, message.address)
-            return True
-        self.duplicates.remember(message.address, duplicate_id)
-        remembered.append((message.address, duplicate_id))
-        if self.journal.durable:
-            ops.append(ports.RememberDuplicateId(message.address, duplicate_id, self.duplicates.size))
-        return False
+    @property
+    def journal_depth(self) -> int:
+        """Sends handed to the journal and not committed yet (the `hermod_journal_depth` gauge)."""
+        return self.flow.pending_units
 
     def retains(self, address_name: str) -> bool:
         """Are messages sent to this address retained (retention_days > 0, a durable store)?"""
         address = self.addresses.get(address_name)
         return address is not None and address.retains
-
-    def _retain(self, message: Message, ops: list) -> None:
-        if self.retains(message.address):
-            if not message.id:
-                message.id = self.next_message_id()
-            ops.append(ports.RetainMessage(self.message_record(message)))
 
     def message_record(self, message: Message) -> ports.MessageRecord:
         # Positional, in the record's field order: keywords cost 0.25 us more per record.
@@ -542,25 +334,6 @@ class PostOffice(Directory):
                 queue.paged = -1  # more in the store than was read: read on as it drains
         self._ids = itertools.count(max(recovered.next_message_id, 1))
         self.duplicates.load(recovered.duplicate_ids)
-
-
-def _ignore(_error: BaseException | None) -> None:
-    """The `done` of a post nobody waits for."""
-
-
-def _all_of(count: int, done: Done) -> Done:
-    """A callback that calls `done` once it was called `count` times: with None when every
-    call was, else with the first error."""
-    left = [count]
-    failed: list[BaseException] = []
-
-    def one(error: BaseException | None) -> None:
-        if error is not None:
-            failed.append(error)
-        left[0] -= 1
-        if left[0] == 0:
-            done(failed[0] if failed else None)
-    return one
 
 
 __all__ = ["PostOffice", "MemoryJournal", "Consumer", "Queue", "Ref", "MULTICAST", "ANYCAST"]

@@ -37,18 +37,11 @@ class Queue(Dispatch, Paging, Outcomes):
         if message.id > self._cursor:
             self._cursor = message.id
         # Its size without reading `encoded`, which joins a divert copy's shared body (fanout,
-        # 10 diverts: the join was 4.5% of the broker's CPU, once per copy enqueued); and
-        # `_account` inline (one Python call less per message and queue).
+        # 10 diverts: the join was 4.5% of the broker's CPU, once per copy enqueued).
         size = message.size
         self.size += size
         self.held += 1
-        # `FlowControl.account(self.address, size, 1)`, inline: a message coming adds to its
-        # address and to memory, and wakes no one (only a release does): one call less per
-        # copy, in process (route + admit + post_now, 10 diverts) 30.67 -> 30.18 µs per
-        # original (medians of 7, interleaved, load 1.1).
-        flow = self.host.flow
-        self.address.size += size
-        flow.memory_used += size + flow.ref_overhead
+        self.host.flow.arrived(self.address, size)
         if self.last_value_key is not None:
             self._replace_last_value(ref)
         # `group_id` and `scheduled_time` read only when they can be set: a group id needs

@@ -211,6 +211,11 @@ class BindingIndex:
             if self._admitted(binding, address.name):
                 address.bindings.add(binding)
 
+    def would_bind(self, name: str) -> list:
+        """The bindings `address_created` would give a new address `name` (nothing changes: a
+        dry run's answer, `bindings.RoutingContext.target`)."""
+        return [b for b in self.patterns.matching(name) if self._admitted(b, name)]
+
     def address_removed(self, name: str) -> None:
         self.addresses.remove(name)
 

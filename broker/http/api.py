@@ -41,10 +41,7 @@ async def allowed(broker, user: str | None, password: str | None, permission: st
     it raises LoginFailed for missing or wrong credentials)."""
     if not broker.config.security.get("users"):
         return True
-    authorize = getattr(broker, "authorize_http", None)
-    if authorize is None:
-        return True
-    return await authorize(user, password, permission, host=host)
+    return await broker.authorize_http(user, password, permission, host=host)
 
 
 class Api:

@@ -432,6 +432,9 @@ class Management:
         routing_type = _arg(args, "routing_type")
         if routing_type not in (None, ANYCAST, MULTICAST):
             raise BadRequest("routing_type must be anycast or multicast")
+        address, fqqn, queue = address.partition("::")  # `address::queue`: to that queue alone
+        if fqqn and not (address and queue):
+            raise BadRequest("a fully qualified queue name is address::queue")
         _access(args).require("browse", address)
         properties = args.get("properties") or {}
         if not isinstance(properties, dict):
@@ -440,7 +443,7 @@ class Management:
         rt = po.resolve_send_routing_type(address, routing_type)
         message = self._codec().new_message(address, "", properties, False, rt, po.clock.now_ms())
         try:
-            return explain(po, self.broker.virtual_topics, message, address, rt, args.get("view"))
+            return explain(po, self.broker.virtual_topics, message, address, rt, args.get("view"), queue or None)
         except core_errors.HermodError as e:
             raise BadRequest(str(e)) from None
 

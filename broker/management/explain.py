@@ -1,128 +1,115 @@
 """`explain`: how a message sent to an address would route, without sending it or changing
-anything (no address is created, no round-robin turn advances). The walk follows the post
-office's rules (core/bindings.py): exclusive diverts/composites first, then the
-non-exclusive ones, then the address's own queues and their filters; each forward is walked
-again at its target address."""
+anything. It is the post office's own routing (core/bindings.py, core/forwarding.py) run as a
+dry run: a `RoutingContext` with a `Recorder` as its trace. Routing calls the recorder at each
+decision and creates nothing (no address or queue, no round-robin turn, no message id, no
+divert counter or target cache), so the answer cannot drift from where a message really goes;
+this module only turns the record into steps."""
 from __future__ import annotations
 
 from typing import Callable
 
-from ..core.forwarding import MAX_FORWARD_HOPS
-from ..core.message import ANYCAST, MULTICAST, Message
+from ..core.bindings import RoutingContext
+from ..core.errors import HermodError
+from ..core.forwarding import Divert, Target
+from ..core.message import Message
+from ..core.queue import Queue
 from ..core.virtual_topics import is_virtual
+
+View = Callable[[str], bool]
 
 
 def explain(po, virtual_topics, message: Message, address: str, routing_type: str | None,
-            view: Callable[[str], bool] | None = None) -> dict:
-    """`view`: the addresses the caller may browse (None: all). The walk goes everywhere a
-    message would; the answer shows only the steps at, the forwards to and the queues on the
-    addresses in view."""
-    steps: list[dict] = []
-    queues: list[str] = []
+            view: View | None = None, queue: str | None = None) -> dict:
+    """Where `message` sent to `address` (to its queue `queue`: a fully qualified name) with
+    `routing_type` would go. `view`: the addresses the caller may browse (None: all). The
+    dry run goes everywhere a message would; the answer shows only the steps at, the forwards
+    to and the queues on the addresses in view."""
+    recorder = Recorder(po, virtual_topics)
+    context = RoutingContext(po, recorder)
     created = address not in po.addresses
-    _walk(po, virtual_topics, message, address, routing_type, 0, steps, queues)
+    bound = None
+    if queue is not None:  # a fully qualified send: to that queue alone, never created
+        bound = po.addresses.get(address)
+        if bound is None or queue not in bound.queues:
+            recorder.refused(address, f"queue {address}::{queue} does not exist: refused")
+            bound = None
+    else:
+        try:
+            bound = context.target(address, routing_type)
+        except HermodError:
+            bound = None  # recorded as refused
+    if bound is not None:
+        bound.bindings.route(message, routing_type, context, queue)
+    steps, queues = recorder.steps, recorder.reached
     if view is not None:
         steps = [_seen(s, view) for s in steps if view(s["at"])]
-        queues = [q for q in queues if view(_queue_address(po, q))]
+        queues = [(name, at) for name, at in queues if view(at)]
     for s in steps:
         del s["at"]
-    return {"address": address, "routing_type": routing_type, "created": created,
-            "steps": steps, "queues": list(dict.fromkeys(queues))}
+    return {"address": address if queue is None else f"{address}::{queue}", "routing_type": routing_type,
+            "created": created, "steps": steps, "queues": list(dict.fromkeys(name for name, _at in queues))}
 
 
-def _seen(step: dict, view: Callable[[str], bool]) -> dict:
+def _seen(step: dict, view: View) -> dict:
     if "to" in step:
         step["to"] = [a for a in step["to"] if view(a)]
     return step
 
 
-def _queue_address(po, name: str) -> str:
-    """The address of a queue the walk named (an auto-created one is named as its address)."""
-    queue = po.queues.get(name)
-    return queue.address.name if queue is not None else name
+class Recorder:
+    """The dry run's trace (`core.bindings.Trace`): each step names the address it is `at`
+    (for the caller's view) and what was decided there; `reached` the queues (name, address)
+    that would take the message or one of its copies, an auto-created one named as its address."""
 
+    def __init__(self, po, virtual_topics) -> None:
+        self.po = po
+        self.virtual_topics = virtual_topics
+        self.steps: list[dict] = []
+        self.reached: list[tuple[str, str]] = []
+        self.unmade: set[str] = set()  # addresses the send would create
 
-def _walk(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
-          queues: list, way: tuple[str, ...] = ()) -> None:
-    """`way`: the addresses the copy came through (a copy back into one is in a cycle). Each
-    step records the address it is `at` (the forwards walked from here mark their own first)."""
-    start = len(steps)
-    try:
-        _walk_address(po, virtual_topics, message, name, rt, hops, steps, queues, way)
-    finally:
-        for step in steps[start:]:
-            step.setdefault("at", name)
+    def address(self, at: str, routing_type: str | None) -> None:
+        if at not in self.unmade:  # else its step says it would be created
+            self.steps.append({"kind": "address", "name": at, "routing_type": routing_type, "passed": True, "at": at})
+        if is_virtual(self.virtual_topics, at):
+            self.steps.append({"kind": "virtual-topic", "name": at, "passed": True, "at": at,
+                               "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % at})
 
+    def created(self, at: str, routing_type: str | None, queue: bool) -> None:
+        if at not in self.po.addresses:
+            self.unmade.add(at)
+            self.steps.append({"kind": "address", "name": at, "routing_type": routing_type, "passed": True,
+                               "detail": f"auto-created ({routing_type or 'multicast and anycast'})", "at": at})
+        if queue:
+            self.steps.append({"kind": "queue", "name": at, "passed": True, "detail": "auto-created", "at": at})
+            self.reached.append((at, at))
 
-def _walk_address(po, virtual_topics, message, name: str, rt: str | None, hops: int, steps: list,
-                  queues: list, way: tuple[str, ...]) -> None:
-    step = {"kind": "address", "name": name, "routing_type": rt}
-    steps.append(step)
-    address = po.addresses.get(name)
-    settings = po.settings_for(name)
-    if address is None:
-        if not settings.auto_create_addresses:
-            step.update(passed=False, detail="does not exist and auto-create is off: refused")
-            return
-        step.update(passed=True, detail=f"auto-created ({rt or settings.default_routing_type})")
-        if (rt or settings.default_routing_type) == ANYCAST and settings.auto_create_queues:
-            steps.append({"kind": "queue", "name": name, "passed": True, "detail": "auto-created"})
-            queues.append(name)
-        return
-    step["passed"] = True
-    if is_virtual(virtual_topics, name):
-        steps.append({"kind": "virtual-topic", "name": name, "passed": True,
-                      "detail": "each consumer group's queue (Consumer.*.%s) gets a copy" % name})
-    if hops >= MAX_FORWARD_HOPS or name in way:
-        steps.append({"kind": "cycle", "name": name, "passed": False,
-                      "detail": "forwarded too often: goes to the dead-letter address"})
-        return
-    keep = True
-    for exclusive in (True, False):
-        if exclusive is False and not keep:
-            break
-        for d in address.bindings.exclusive if exclusive else address.bindings.diverts:
-            applies = d.applies(message, rt)
-            targets = d.matching_targets(message) if applies else []
-            steps.append({"kind": d.kind, "name": d.name, "exclusive": d.exclusive,
-                          "passed": bool(targets),
-                          "to": [t.address for t in targets]})
-            for t in targets:
-                _walk(po, virtual_topics, message, t.address, t.copy_routing_type(message), hops + 1,
-                      steps, queues, way + (name,))
-            if exclusive and not d.keeps_original(bool(targets)):
-                keep = False
-    if not keep:
-        steps.append({"kind": "original", "name": name, "passed": False,
-                      "detail": "an exclusive forward took it: the address's queues do not"})
-        return
-    anycast = address.bindings.anycast
-    if rt == ANYCAST and not anycast:
-        if settings.auto_create_queues:
-            steps.append({"kind": "queue", "name": name, "passed": True, "detail": "auto-created"})
-            queues.append(name)
-        return
-    if rt != MULTICAST:
-        chosen = None
-        n = len(anycast)
-        for i in range(n):  # the queue the next send would pick; the turn is not advanced
-            q = anycast[(address.bindings.turn + i) % n]
-            passed = q.filter is None or bool(q.filter(message))
-            _queue_step(steps, q, passed and chosen is None)
-            if passed and chosen is None:
-                chosen = q
-        if chosen is not None:
-            queues.append(chosen.name)
-    if rt != ANYCAST:
-        for q in address.bindings.multicast:
-            passed = q.filter is None or bool(q.filter(message))
-            _queue_step(steps, q, passed)
-            if passed:
-                queues.append(q.name)
+    def refused(self, at: str, reason: str) -> None:
+        self.steps.append({"kind": "address", "name": at, "passed": False, "detail": reason, "at": at})
 
+    def divert(self, at: str, divert: Divert, targets: list[Target]) -> None:
+        step = {"kind": divert.kind, "name": divert.name, "exclusive": divert.exclusive, "passed": bool(targets),
+                "to": [t.address for t in targets], "at": at}
+        if divert.filter_text:
+            step["filter"] = divert.filter_text
+        selectors = {t.address: t.filter_text for t in divert.targets if t.filter_text}
+        if selectors:  # a composite's forwards with a selector: each named, passed or not
+            step["selectors"] = selectors
+        self.steps.append(step)
 
-def _queue_step(steps: list, q, passed: bool) -> None:
-    step = {"kind": "queue", "name": q.name, "routing_type": q.routing_type, "passed": passed}
-    if q.filter_text:
-        step["filter"] = q.filter_text
-    steps.append(step)
+    def cycle(self, at: str, divert: Divert, target: str) -> None:
+        self.steps.append({"kind": "cycle", "name": target, "passed": False, "at": at,
+                           "detail": f"{divert.name} would forward it into a cycle (or too often): "
+                                     "the copy goes to the dead-letter address"})
+
+    def original_taken(self, at: str) -> None:
+        self.steps.append({"kind": "original", "name": at, "passed": False, "at": at,
+                           "detail": "an exclusive forward took it: the address's queues do not"})
+
+    def queues(self, at: str, message: Message, candidates: list[Queue], chosen: list[Queue]) -> None:
+        for q in candidates:
+            step = {"kind": "queue", "name": q.name, "routing_type": q.routing_type, "passed": q in chosen, "at": at}
+            if q.filter_text:
+                step["filter"] = q.filter_text
+            self.steps.append(step)
+        self.reached.extend((q.name, q.address.name) for q in chosen)

@@ -66,7 +66,7 @@ class Snapshot:
         self.memory_used = po.flow.memory_used + po.flow.reserved
         self.memory_unfinished = po.flow.reserved
         self.latency = po.delivery_latency.snapshot()
-        self.journal_depth = getattr(po, "_unconfirmed", 0)
+        self.journal_depth = po.journal_depth
         stats = getattr(broker.journal, "stats", None)
         self.store = stats() if stats is not None else None
         self.store_problem = broker.journal.problem()

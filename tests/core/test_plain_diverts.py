@@ -1,5 +1,5 @@
 """Plain diverts (no filter, no transformer, non-exclusive) fire in one pass with the codec's
-shared copy heads (`forwarding.fire_plain`): each copy as `Divert.fire` makes it, the cycle
+shared copy heads (`forwarding.route_through`, the one divert path): each copy made inline, the cycle
 cut, and the queues a target reached kept only while its bindings stay the same."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A divert keeps where its target's copies went (`Target.reached`, `Divert.fire`) only while
+"""A divert keeps where its target's copies went (`Target.reached`, `forwarding.route_through`) only while
 nothing bound at the target changes: a target queue or address deleted and created again, with a
 filter or without, while the divert stays, takes the next copy as a new send to it would."""
 from __future__ import annotations
