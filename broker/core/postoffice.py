@@ -269,7 +269,7 @@ class PostOffice(Directory):
             for q in queues:
                 q.pending += 1  # as in `post`
                 refs.append(Ref(message, q))
-        self._place(refs)
+        self.commit.place(refs)
         return True
 
     def post_part(self, plan: Plan, burst: Burst, token: object) -> bool:
