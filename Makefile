@@ -136,9 +136,9 @@ check: $(TEST_STAMP)
 test: $(TEST_STAMP) check system-deps java openwire-java interop-deps console-deps rabbitmq-deps mqtt-deps activemq-deps stomp-deps
 	$(VENV)/bin/pytest -q --durations=25
 
-# The inner loop (a few minutes): static checks, the core, selectors, protocol detection and
-# codecs, permissions; no PostgreSQL, browser, Java or npm needed.
-FAST_TESTS := tests/core tests/selector tests/frontdoor $(wildcard tests/openwire) $(wildcard tests/stomp) $(wildcard tests/mqtt) tests/security/test_permissions.py
+# The inner loop (a few minutes): static checks, the core, selectors, protocol detection, the
+# codecs and message mappings (not the adapters' live tests), permissions; no PostgreSQL, browser, Java or npm needed.
+FAST_TESTS := tests/core tests/selector tests/frontdoor tests/mapping tests/openwire/test_negotiation.py tests/openwire/test_openwire_roundtrip.py tests/openwire/test_openwire_hostile.py tests/stomp/test_stomp_codec.py tests/stomp/test_stomp_parser.py tests/stomp/test_stomp_hostile.py tests/mqtt/test_topics.py tests/mqtt/test_mqtt_roundtrip.py tests/mqtt/test_properties_roundtrip.py tests/mqtt/test_mqtt_hostile.py tests/security/test_permissions.py
 test-fast: $(TEST_STAMP) check
 	$(VENV)/bin/pytest -q -x $(FAST_TESTS)
 
