@@ -185,6 +185,8 @@ class HermodTarget:
             self.proc = None
 
     def version(self) -> str:
+        if self.tree:
+            return f"{self.name} (the checkout {self.tree}, {self.store} store)"
         return f"hermod {q1.git_describe(None)} ({self.store} store)"
 
 
