@@ -20,6 +20,7 @@ before its OpenWire and STOMP adapters) is reported as "not served", and the run
     .venv/bin/python benchmarks/openwire_stomp_bench.py [--reps 3] [--count 20000]
         [--protocols openwire,stomp,amqp] [--scenarios openwire-q1,...] [--targets classic,hermod,rabbitmq]
         [--hermod-store sqlite] [--producers 8] [--classic-heap 512m]
+    (--targets classic,hermod,hermod@/path/to/other/checkout: before and after in one run)
 
 Out: benchmarks/results/openwire-stomp-STAMP.md (the table) and .json (every run).
 """
@@ -153,12 +154,15 @@ class HermodTarget:
     protocols = ("openwire", "stomp", "amqp")
     credentials = None
 
-    def __init__(self, store: str):
+    def __init__(self, store: str, tree: str | None = None):
         self.store = store
+        self.tree = tree  # another checkout imported first (`hermod@TREE`: before/after in one run)
+        if tree:
+            self.name = f"hermod@{Path(tree).name}"
         self.proc: HermodProc | None = None
 
     def start(self) -> None:
-        self.proc = HermodProc("", store=self.store)
+        self.proc = HermodProc("", store=self.store, pythonpath=self.tree)
 
     @property
     def pid(self) -> int:
@@ -181,6 +185,8 @@ class HermodTarget:
             self.proc = None
 
     def version(self) -> str:
+        if self.tree:
+            return f"{self.name} (the checkout {self.tree}, {self.store} store)"
         return f"hermod {q1.git_describe(None)} ({self.store} store)"
 
 
@@ -264,7 +270,7 @@ def cell(runs: list[dict], target: str, scenario: str, key: str, spec: str) -> s
 def table(runs: list[dict], targets: list[str], scenarios: list[str]) -> str:
     """Medians per scenario and figure; the last column compares Hermod with the best of the
     others (the fastest, or for CPU and memory the leanest)."""
-    others = [t for t in targets if t != "hermod"]
+    others = [t for t in targets if not t.startswith("hermod")]  # hermod@TREE: shown, not compared
     ratio = "hermod" in targets and bool(others)
     lines = ["| scenario | figure (median) | " + " | ".join(targets) + (" | hermod / best other |" if ratio else " |"),
              "|---|---|" + "---|" * (len(targets) + ratio)]
@@ -302,7 +308,8 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=100000, help="messages sent per run (t4: each to 4 subscribers)")
     ap.add_argument("--protocols", default="openwire,stomp,amqp")
     ap.add_argument("--scenarios", default="", help="names from " + ",".join(SCENARIOS) + " (default: all of --protocols)")
-    ap.add_argument("--targets", default="classic,hermod,rabbitmq", help="rabbitmq: STOMP scenarios only")
+    ap.add_argument("--targets", default="classic,hermod,rabbitmq",
+                    help="rabbitmq: STOMP scenarios only; hermod@TREE: Hermod from another checkout (before/after)")
     ap.add_argument("--hermod-store", default="sqlite", help="memory, sqlite or a store URL")
     ap.add_argument("--producers", type=int, default=8, help="psync: synchronous persistent producers")
     ap.add_argument("--classic-heap", default="512m", help="Classic's -Xms/-Xmx (Debian's default: 512M)")
@@ -329,6 +336,8 @@ def main(argv=None) -> int:
             targets.append(ClassicTarget(workdir, args.classic_heap))
         elif name == "hermod":
             targets.append(HermodTarget(args.hermod_store))
+        elif name.startswith("hermod@"):
+            targets.append(HermodTarget(args.hermod_store, name.split("@", 1)[1]))
         elif name == "rabbitmq":
             if not q1.RABBITMQ_SERVER.exists():
                 print("openwire_stomp_bench: RabbitMQ not installed (make rabbitmq-deps): skipped", file=sys.stderr)

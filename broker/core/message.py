@@ -21,7 +21,7 @@ MULTICAST = RoutingType.MULTICAST
 
 class Message:
     __slots__ = ("id", "encoded", "envelope", "address", "routing_type", "container_id", "arrival",
-                 "_properties", "_application_properties", "_expiration", "_scheduled", "hops")
+                 "_properties", "_application_properties", "_expiration", "_scheduled", "hops", "native")
 
     def __init__(self, encoded: bytes, envelope, address: str, routing_type: str | None = None,
                  container_id: str | None = None, arrival: int = 0, message_id: int = 0):
@@ -37,6 +37,10 @@ class Message:
         self._expiration: int | None = None
         self._scheduled: int | None = None
         self.hops = 0  # times forwarded by diverts/composites (cycle guard)
+        # The producing protocol adapter's own decoded form of this very version, kept in memory
+        # only (never stored: None after a restart, in a copy or a changed version) so that a
+        # consumer of the same protocol is not given a re-mapping of `encoded` (OpenWire).
+        self.native: object = None
 
     # -- header ------------------------------------------------------------------------------
     @property
@@ -197,6 +201,7 @@ class SharedBodyCopy(Message):
         self._expiration = expiration
         self._scheduled = scheduled
         self.hops = hops
+        self.native = None
 
     @property
     def encoded(self) -> bytes:

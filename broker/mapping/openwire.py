@@ -323,5 +323,34 @@ def from_stored(encoded: bytes, message_id: int, delivery_count: int) -> model.M
     return msg
 
 
-__all__ = ["COMPRESSED", "DATA_STRUCTURE", "JMS_DEST", "dest_kind", "encode_neutral", "amqp_kind", "destination_of", "encode", "from_stored", "java_value",
+def from_native(sent: model.Message, message_id: int, delivery_count: int) -> model.Message:
+    """What `from_stored` gives for a message an OpenWire producer sent as `sent` (kept in
+    memory beside the stored form: `core.message.Message.native`), without decoding and
+    re-mapping the stored form: the same fields, taken from the producer's own."""
+    msg = type(sent)()
+    mid = sent.message_id
+    if mid is not None and mid.producer_id is not None:
+        msg.message_id = model.MessageId(mid.text_view, mid.producer_id, mid.producer_sequence_id, message_id)
+    else:
+        msg.message_id = parse_message_id(message_id_text(mid), message_id)
+    msg.persistent = bool(sent.persistent)
+    msg.priority = max(0, min(9, sent.priority))
+    msg.destination = sent.destination
+    msg.reply_to = sent.reply_to
+    msg.correlation_id = sent.correlation_id
+    msg.type = sent.type
+    msg.user_id = sent.user_id or None
+    msg.expiration = sent.expiration
+    msg.timestamp = sent.timestamp
+    msg.group_id = sent.group_id
+    msg.group_sequence = sent.group_sequence
+    msg.redelivery_counter = delivery_count
+    msg.properties = sent.properties or None
+    msg.data_structure = sent.data_structure
+    msg.compressed = sent.compressed
+    msg.content = sent.content
+    return msg
+
+
+__all__ = ["COMPRESSED", "DATA_STRUCTURE", "JMS_DEST", "dest_kind", "encode_neutral", "amqp_kind", "destination_of", "encode", "from_native", "from_stored", "java_value",
            "message_id_text", "parse_message_id", "to_neutral"]

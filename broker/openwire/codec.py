@@ -162,6 +162,11 @@ class OpenWireCodec:
     def encode(self, command: model.DataStructure) -> bytes:
         return self._out.encode_framed(command)
 
+    @property
+    def marshaller(self) -> Marshaller:
+        """What encodes outgoing commands now (its version, tight and cache settings)."""
+        return self._out
+
     def pending_bytes(self) -> int:
         """The size of the command being received (not complete yet): see FrameReader.expected."""
         return self._frames.expected()

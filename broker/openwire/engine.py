@@ -103,6 +103,31 @@ def fields_for(cls: type, version: int) -> list[str]:
     return [name for name, _, _ in plan(cls, version).fields]
 
 
+class Premarshalled:
+    """A message marshalled on its own, as Classic's marshal-aware form nests it: its size, type
+    code, boolean stream and fields (tight), every cached field sent in full under slot -1 (the
+    reader keeps nothing), so the same bytes go into any connection's MessageDispatch of that
+    wire version and cache setting: a message dispatched to several consumers (a topic's
+    subscribers) is marshalled once. The redelivery counter, which changes per delivery, is
+    patched in place (`redelivered`)."""
+
+    __slots__ = ("TYPE", "blob", "counter_at", "counter")
+
+    def __init__(self, type_code: int, blob: bytes, counter_at: int, counter: int) -> None:
+        self.TYPE = type_code
+        self.blob = blob
+        self.counter_at = counter_at
+        self.counter = counter
+
+    def redelivered(self, counter: int) -> Premarshalled:
+        """The same message with another redelivery counter."""
+        if counter == self.counter:
+            return self
+        at = self.counter_at
+        blob = b"".join((self.blob[:at], _I32.pack(counter), self.blob[at + 4:]))
+        return Premarshalled(self.TYPE, blob, at, counter)
+
+
 class Marshaller:
     """Marshals and unmarshals commands for one connection under one negotiated wire format."""
 
@@ -123,6 +148,7 @@ class Marshaller:
         self._out_limit = max(size - _CACHE_FREE_SPACE, size // 2)
         self._in_slots: list[Any] = [None] * size if cache else []
         self._depth = 0
+        self._counter_at = 0  # where the last redelivery counter marshalled lies (premarshal)
 
     # --- encoding ------------------------------------------------------------------------
 
@@ -284,11 +310,25 @@ class Marshaller:
         w.i32(len(inner.buf))
         w.raw(inner.buf)
 
+    def premarshal(self, message: model.Message) -> Premarshalled:
+        """`message` marshalled on its own for nesting in any MessageDispatch of this wire
+        version and cache setting (tight encoding only): see Premarshalled."""
+        if not self.tight:
+            raise OpenWireError("a pre-marshalled form is for tight encoding")
+        m = _Uncached(self.version, tight=True, cache=self.cache, cache_size=1)
+        bits: list[bool] = []
+        w = Writer()
+        m._tight_fields(message, w, bits)
+        head = bytes((type(message).TYPE,)) + _marshal_bits(bits)
+        head = _I32.pack(len(head) + len(w.buf)) + head
+        return Premarshalled(type(message).TYPE, b"".join((head, w.buf)), len(head) + m._counter_at,
+                             message.redelivery_counter)
+
     def _tight_fields(self, obj: Any, w: Writer, bits: list[bool]) -> None:
         p = plan(type(obj), self.version)
         bit = bits.append
         buf = w.buf
-        for (_, kind, _), v in zip(p.fields, p.get(obj)):
+        for (name, kind, _), v in zip(p.fields, p.get(obj)):
             if kind is BOOL:
                 bit(bool(v))
             elif kind is STRING:
@@ -307,6 +347,8 @@ class Marshaller:
             elif kind is LONG:
                 _tight_long(v, w, bits)
             elif kind is INT:
+                if name == "redelivery_counter":
+                    self._counter_at = len(buf)
                 buf += _I32.pack(v)
             elif kind is BYTE:
                 buf += _I8.pack(v)
@@ -335,6 +377,11 @@ class Marshaller:
     def _tight_nested(self, v: Any, w: Writer, bits: list[bool]) -> None:
         bits.append(v is not None)
         if v is not None:
+            if type(v) is Premarshalled:
+                w.u8(v.TYPE)
+                bits.append(True)  # its own size, type code, boolean stream and fields follow
+                w.buf += v.blob
+                return
             w.u8(_type_of(v))
             if v.MARSHAL_AWARE:
                 bits.append(False)  # no pre-marshalled form follows
@@ -665,3 +712,13 @@ def _tight_string_read(r: Reader, bits: Callable[[], bool]) -> str | None:
             raise OpenWireError(f"negative string length {size}")
         return r.take(size).decode("latin-1")
     return decode_mutf8(r.take(r.u16()))
+
+
+class _Uncached(Marshaller):
+    """Cached fields in full, in no slot: what a pre-marshalled form nests (see Premarshalled)."""
+
+    def _cached_index(self, value: Any) -> int | None:
+        return None
+
+    def _cache_add(self, value: Any) -> int:
+        return -1

@@ -4,6 +4,8 @@ commands share one writer and one reader, so cache slots are reused across comma
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -84,3 +86,26 @@ def test_the_codec_negotiates_and_switches_formats_mid_read():
     n = fresh.negotiated
     assert n is not None and (n.version, n.tight, n.cache, n.cache_size) == (10, True, True, 512)
     assert client.negotiated is not None and client.negotiated.max_frame_size == 1 << 20
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_premarshalled_message_reads_as_the_message_in_any_connection_and_at_any_redelivery(cache):
+    """The broker marshals a message once for all its OpenWire consumers (engine.Premarshalled):
+    nested in a MessageDispatch of a connection whose cache already holds other structures, at
+    another redelivery counter, it must read back as the message itself."""
+    msg = m.ActiveMQTextMessage(
+        producer_id=m.ProducerId("ID:p-1", 1, 2), destination=m.Queue("orders"),
+        message_id=m.MessageId(None, m.ProducerId("ID:p-1", 1, 2), 7, 99), persistent=True, priority=4,
+        timestamp=1234567, arrival=55, content=b"\x00\x00\x00\x05hello", properties={"a": 1, "b": "x"})
+    first_writer, first_reader = Marshaller(12, tight=True, cache=cache), Marshaller(12, tight=True, cache=cache)
+    # The first connection's cache holds the message's producer id and destination already.
+    first_reader.decode(first_writer.encode(m.MessageDispatch(consumer_id=m.ConsumerId("ID:c-1", 1, 1), message=msg)))
+    pre = first_writer.premarshal(msg)
+    other_writer, other_reader = Marshaller(12, tight=True, cache=cache), Marshaller(12, tight=True, cache=cache)
+    for writer, reader in ((first_writer, first_reader), (other_writer, other_reader)):
+        for counter in (0, 3, 0):
+            dispatch = m.MessageDispatch(consumer_id=m.ConsumerId("ID:c-1", 1, 1), destination=m.Queue("orders"),
+                                         message=pre.redelivered(counter), redelivery_counter=counter)
+            got = reader.decode(writer.encode(dispatch))
+            assert got.message == dataclasses.replace(msg, redelivery_counter=counter)
+            assert got.consumer_id == m.ConsumerId("ID:c-1", 1, 1)

@@ -35,6 +35,11 @@ from .errors import (IO, INVALID_CLIENT_ID, INVALID_DESTINATION, INVALID_SELECTO
 
 log = logging.getLogger("hermod.openwire")
 
+#: Bytes gathered for the socket before they are written at once, without waiting for the end of
+#: the loop turn: the transport's buffer (and with it `writable`) still sees a client that does
+#: not read after a few commands.
+FLUSH_AT = 64 * 1024
+
 
 class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestinations, ClientConnection):
     protocol_name = "openwire"
@@ -62,12 +67,45 @@ class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestina
         self.inactivity_s = 0.0
         self.reserved = 0  # bytes of an unfinished command counted against the memory limit
         self.failed = True  # until a clean goodbye (RemoveInfo of the connection, ShutdownInfo)
+        self.outgoing: list[bytes] = []  # encoded commands not yet given to the transport
+        self.outgoing_size = 0
+        self.flush_scheduled = False
 
     # -- bytes in and out ------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         if not self.closed:
             self.write(self.codec.hello())
+
+    def write(self, data: bytes) -> None:
+        """Gather what this loop turn sends and give it to the transport once, at the turn's end
+        (one system call for a burst of dispatches and answers instead of one each), or as soon
+        as FLUSH_AT bytes are waiting."""
+        self.outgoing.append(data)
+        self.outgoing_size += len(data)
+        if self.outgoing_size >= FLUSH_AT:
+            self.flush()
+        elif not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.flush_scheduled = False
+        out = self.outgoing
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self.outgoing = []
+        self.outgoing_size = 0
+        super().write(data)
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
+
+    def abort(self) -> None:
+        self.flush()
+        super().abort()
 
     def received(self, data: bytes) -> None:
         self.last_read = time.monotonic()

@@ -70,6 +70,17 @@ class OpenWireConsumer:
         count = 0 if consumer.browser else max(0, ref.delivery_count - 1)
         if RETURNED and RETURNED.pop((consumer.queue.name, message.id), False) and not consumer.browser:
             count = max(count, 1)  # given back by a clean close after the client had it: redelivered
+        native = message.native
+        if native is not None:  # sent by an OpenWire producer: its own fields, marshalled once
+            marshaller = self.conn.codec.marshaller
+            try:
+                out = native.premarshalled(marshaller, message, count) if marshaller.tight else \
+                    native.message(message, count)
+            except Exception:  # noqa: BLE001 - mapped from the stored form below instead
+                log.exception("message %s: the producer's form cannot be given again", message.id)
+            else:
+                self._dispatched(consumer, ref, out, count)
+                return
         try:
             msg = mapping.from_stored(message.encoded, message.id, count)
         except Exception as exc:  # noqa: BLE001 - one undecodable message must not stop the queue
@@ -82,6 +93,11 @@ class OpenWireConsumer:
             msg.destination = destination_for(message.address, message.routing_type or consumer.queue.routing_type)
         msg.arrival = message.arrival
         msg.broker_in_time = message.arrival
+        self._dispatched(consumer, ref, msg, count)
+
+    def _dispatched(self, consumer: Consumer, ref, msg: Any, count: int) -> None:
+        """Send `msg` (a model.Message, or its engine.Premarshalled form) and count it sent."""
+        message = ref.message
         self.conn.send_command(model.MessageDispatch(
             consumer_id=self.id, destination=self.info.destination, message=msg, redelivery_counter=count))
         if consumer.browser:

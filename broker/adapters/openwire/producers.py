@@ -15,6 +15,7 @@ from ...mapping import openwire as mapping
 from ...mapping.neutral import envelope_of
 from ...openwire import model
 from ...openwire.values import marshal_map
+from . import native
 from .commands import BLOCKED, LATER
 from .destinations import Target, targets
 from .errors import TRANSACTION_ROLLED_BACK, Refusal
@@ -94,7 +95,9 @@ class ProducerCommands:
                 neutral.to = address
                 neutral.annotations[mapping.JMS_DEST] = mapping.dest_kind(rt or ANYCAST, part.temporary)
             encoded = mapping.encode_neutral(neutral)
-            publish(po, Message(encoded, envelope_of(encoded), address, rt, origin, arrival), done, queue, txn)
+            message = Message(encoded, envelope_of(encoded), address, rt, origin, arrival)
+            message.native = native.keep(msg, len(parts))  # OpenWire consumers: the producer's own fields
+            publish(po, message, done, queue, txn)
         return LATER
 
     def _sent(self, msg: model.Message, error: BaseException | None) -> None:
