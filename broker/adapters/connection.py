@@ -43,6 +43,8 @@ class ClientConnection(asyncio.Protocol):
         self.client_id: str | None = None  # the protocol's client/container id, once known
         self.closed = False
         self.writable = True  # False while the socket's write buffer is over its mark
+        # Bytes of a command, frame or packet still arriving, counted against max_memory_mb.
+        self.unfinished = 0
 
     # -- asyncio Protocol ------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -80,6 +82,7 @@ class ClientConnection(asyncio.Protocol):
         try:
             self.on_closed(exc)
         finally:
+            self.hold_unfinished(0)
             if self.principal is not None:
                 self.broker.auth.disconnect(self.principal)
                 self.principal = None
@@ -125,6 +128,21 @@ class ClientConnection(asyncio.Protocol):
         self.principal = principal
         broker.audit("login", peer=self.peer, user=principal.name, mechanism="PLAIN", via=self.protocol_name)
         return principal, ""
+
+    def hold_unfinished(self, nbytes: int) -> bool:
+        """Count `nbytes` (what the parser holds of a command, frame or packet not yet complete)
+        against the broker's memory limit in place of what was counted before (contract: every
+        byte held for a client counts). False, and nothing more counted, when that would pass the
+        limit: the protocol refuses and closes the connection in its own words."""
+        flow = self.broker.postoffice.flow
+        delta = nbytes - self.unfinished
+        if delta > 0:
+            if not flow.reserve(delta):
+                return False
+        elif delta < 0:
+            flow.release(-delta)
+        self.unfinished = nbytes
+        return True
 
     def write(self, data: bytes) -> None:
         transport = self.transport

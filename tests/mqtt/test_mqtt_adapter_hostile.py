@@ -153,3 +153,31 @@ def test_fuzzed_packets_through_the_socket(broker, bystander):
         s.close()
     round_trip(bystander, "after-fuzz")
     no_traceback(broker)
+
+
+def test_an_unfinished_packet_counts_against_the_memory_limit(start_broker):
+    """Contract, "Delivery guarantees and limits": every byte held for a client counts against
+    max_memory_mb, a packet still arriving included. Under a 2 MiB limit, a PUBLISH announcing
+    6 MiB whose body keeps coming is refused (5.0: DISCONNECT 0x97) once its held bytes pass the
+    limit, long before max_message_size; another client still publishes and receives."""
+    small = start_broker(config="[server]\nmax_memory_mb = 2\n")
+    s = connected(small, "unfinished", 5)
+    size = 6 << 20
+    length = bytes(((size >> (7 * i)) & 0x7F) | (0x80 if i < 3 else 0) for i in range(4))  # variable byte int
+    s.sendall(b"\x30" + length + b"\x00\x03a/b\x00")
+    chunk = b"m" * 65536
+    for _ in range(size // len(chunk)):
+        try:
+            s.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    refused = closed_by_broker(s)
+    assert refused == encode(Disconnect(0x97), 5)
+    s.close()
+    wait_for(lambda: any("memory limit" in line for line in small.stderr_lines),
+             message="a log line naming the memory limit")
+    other = Client(small, V311)
+    other.subscribe("mem/echo", qos=1)
+    other.publish("mem/echo", b"still here", qos=1)
+    wait_for(lambda: b"still here" in other.payloads(), message="a round trip after the refusal")
+    other.close()

@@ -93,6 +93,10 @@ class MqttConnection(ClientConnection):
                 self._handle(packet)
             self.protocol_violation(e.reason_code, str(e))
             return
+        if not self.hold_unfinished(self.reader.buffered):  # a packet still arriving: its bytes count
+            self.protocol_violation(codes.QUOTA_EXCEEDED, f"the broker's memory limit is reached: an unfinished packet "
+                                                    f"of {self.reader.buffered} bytes is refused")
+            return
         for packet in packets:
             if self.state == CLOSING:
                 return

@@ -65,7 +65,6 @@ class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestina
         self.last_read = self.last_write = time.monotonic()
         self.monitor: asyncio.TimerHandle | None = None
         self.inactivity_s = 0.0
-        self.reserved = 0  # bytes of an unfinished command counted against the memory limit
         self.failed = True  # until a clean goodbye (RemoveInfo of the connection, ShutdownInfo)
         self.outgoing: list[bytes] = []  # encoded commands not yet given to the transport
         self.outgoing_size = 0
@@ -128,17 +127,10 @@ class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestina
         """A command still arriving counts against the broker's memory limit (contract: every
         byte held for clients) from its size prefix on; one that would go over is refused and
         the connection closed before its bytes are kept."""
-        flow = self.broker.postoffice.flow
         wanted = self.codec.pending_bytes()
-        delta = wanted - self.reserved
-        if delta > 0:
-            if not flow.reserve(delta):
-                self._protocol_error(f"a command of {wanted} bytes would take the broker over its memory limit")
-                return False
-            self.reserved = wanted
-        elif delta < 0:
-            flow.release(-delta)
-            self.reserved = wanted
+        if not self.hold_unfinished(wanted):
+            self._protocol_error(f"a command of {wanted} bytes would take the broker over its memory limit")
+            return False
         return True
 
     def send_command(self, command: model.DataStructure) -> None:
@@ -495,11 +487,7 @@ class OpenWireConnection(ProducerCommands, TransactionCommands, TemporaryDestina
         if self.monitor is not None:
             self.monitor.cancel()
             self.monitor = None
-        flow = self.broker.postoffice.flow
-        flow.forget(self)
-        if self.reserved:
-            flow.release(self.reserved)
-            self.reserved = 0
+        self.broker.postoffice.flow.forget(self)
         self._release_all(failed=self.failed)
 
     def writability_changed(self) -> None:

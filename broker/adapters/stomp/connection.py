@@ -59,7 +59,6 @@ class StompConnection(ClientConnection):
         self.ending = False  # an ERROR is on its way, or DISCONNECT came: nothing more is handled
         self.clean = False  # DISCONNECT: the client meant to go
         self.parse_error: Exception | None = None  # the bytes' fault, answered after the frames before it
-        self.reserved = 0  # bytes of unfinished frames counted against the broker's memory
         self.answers = Answers(self)
         self.heartbeats: Heartbeats | None = None
         self.producer = Producer(self)
@@ -97,18 +96,10 @@ class StompConnection(ClientConnection):
 
     def _count_unfinished(self) -> None:
         """The bytes of a frame not yet complete count against `max_memory_mb` (contract)."""
-        flow = self.broker.postoffice.flow
         now = self.parser.buffered() if self.parse_error is None else 0
-        delta = now - self.reserved
-        if delta > 0:
-            if not flow.reserve(delta):
-                self.parse_error = self.parse_error or ResourceLimitExceeded(
-                    "the broker's memory limit is reached: an unfinished frame of "
-                    f"{now} bytes is refused")
-                return
-        elif delta < 0:
-            flow.release(-delta)
-        self.reserved = now
+        if not self.hold_unfinished(now):
+            self.parse_error = self.parse_error or ResourceLimitExceeded(
+                f"the broker's memory limit is reached: an unfinished frame of {now} bytes is refused")
 
     def drain(self) -> None:
         """Handle the held frames in order, until one must wait or the connection ends."""
@@ -329,9 +320,6 @@ class StompConnection(ClientConnection):
         if self.heartbeats is not None:
             self.heartbeats.stop()
         self.broker.postoffice.flow.forget(self)
-        if self.reserved:
-            self.broker.postoffice.flow.release(self.reserved)
-            self.reserved = 0
         self.held.clear()
         self.transactions.rollback_all()
         self.subscriptions.close_all(attempted=not self.clean)
