@@ -53,7 +53,9 @@ def test_the_session_window_is_finite(broker):
     client = FrameClient(broker.address)
     client.handshake()
     begin = client.begin(0)
-    assert int(begin.fields[2]) == 2048  # incoming-window, in frames
+    # incoming-window, in frames: 2048, or one fewer where 2048 frames would reach 2 GiB (Proton's
+    # session capacity is 32-bit: connection_limits caps it below 2^31 bytes)
+    assert int(begin.fields[2]) in (2047, 2048)
     client.close()
 
 
